@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Installs exactly the Debian packages gpuaas needs to build, test and run.
+# Idempotent: when everything is present it only asks dpkg (well under a second).
+# Usage: scripts/install-deps.sh [--check]   (--check: list what is missing, exit 1 if any)
+set -euo pipefail
+
+PKGS=(
+  build-essential pkg-config clang
+  libmicrohttpd-dev libcurl4-openssl-dev libjansson-dev libyaml-dev
+  libsqlite3-dev libsodium-dev libcriterion-dev
+  curl procps
+)
+
+missing=()
+for p in "${PKGS[@]}"; do
+  st=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)
+  [[ "$st" == "install ok installed" ]] || missing+=("$p")
+done
+
+if [[ ${#missing[@]} -eq 0 ]]; then
+  exit 0
+fi
+if [[ "${1:-}" == "--check" ]]; then
+  echo "missing Debian packages: ${missing[*]}" >&2
+  exit 1
+fi
+
+echo "installing Debian packages: ${missing[*]}"
+SUDO=""
+if [[ $(id -u) -ne 0 ]]; then SUDO="sudo"; fi
+export DEBIAN_FRONTEND=noninteractive
+# Refresh the lists only when an install from the current lists fails.
+if ! $SUDO apt-get install -y --no-install-recommends "${missing[@]}"; then
+  $SUDO apt-get update
+  $SUDO apt-get install -y --no-install-recommends "${missing[@]}"
+fi
