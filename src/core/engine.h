@@ -1,0 +1,160 @@
+/* engine: the pure queueing, admission and placement engine (Kueue v1beta2 semantics).
+ *
+ * Owns: the objects (ResourceFlavor, ClusterQueue, Cohort, LocalQueue,
+ * WorkloadPriorityClass, gpuaas Node), the workloads and their state machine,
+ * quota accounting, admission, preemption, placement on concrete devices.
+ * Must not: do I/O, read a clock, allocate randomness, log. Time comes in as
+ * `now_ms` (milliseconds since the Unix epoch, or since 0 on a virtual clock).
+ * The daemon (src/api), the scenario runner (src/sim) and the tests all drive
+ * exactly this code.
+ *
+ * Input objects are JSON (jansson) in Kubernetes shape; YAML is converted by
+ * lib/yaml before it gets here. Errors come back in gx_err with `field` set to the
+ * JSON path inside the object that is wrong, so callers can add the YAML line.
+ *
+ * Workload keys are "namespace/name". Workload state, as seen by callers:
+ *   Pending     waiting for quota (or devices); conditions say why
+ *   Admitted    quota reserved and devices placed (QuotaReserved + Admitted)
+ *   Finished    succeeded or failed (status.succeeded true/false)
+ *   Deactivated cancelled, or its maximum execution time ran out
+ * An eviction (preemption, explicit evict) puts an Admitted workload back to Pending
+ * with an Evicted condition and its execution time accumulated. */
+#ifndef GX_ENGINE_H
+#define GX_ENGINE_H
+#include <stddef.h>
+#include <stdint.h>
+#include <jansson.h>
+#include "lib/err.h"
+
+typedef struct gx_engine gx_engine;
+
+typedef struct gx_engine_opts {
+    int fair_sharing;   /* Kueue fairSharing.enable (server config); 0 = classic */
+} gx_engine_opts;
+
+gx_engine *gx_engine_new(const gx_engine_opts *opts);
+void gx_engine_free(gx_engine *e);
+
+/* ---- objects ------------------------------------------------------------------ */
+
+/* Create or replace one object: kueue.x-k8s.io/v1beta2 ResourceFlavor, ClusterQueue,
+ * Cohort, LocalQueue, WorkloadPriorityClass, or gpuaas.dev/v1alpha1 Node. The object
+ * is validated completely before anything changes (Kueue's schema, CEL and webhook
+ * rules; unknown kind/apiVersion -> 400). Returns 0, or -1 with err (status 400/422). */
+int gx_engine_apply(gx_engine *e, const json_t *obj, gx_err *err);
+
+/* Remove an object by kind and name (ns is used for LocalQueue only).
+ * -1 with 404 when it does not exist, 409 when it is still in use. */
+int gx_engine_delete(gx_engine *e, const char *kind, const char *ns, const char *name, gx_err *err);
+
+/* The objects of one kind as applied (normalised manifests), sorted by (namespace, name).
+ * kind: "ResourceFlavor", "ClusterQueue", "Cohort", "LocalQueue",
+ * "WorkloadPriorityClass", "Node". Returns a new JSON array. */
+json_t *gx_engine_objects(const gx_engine *e, const char *kind);
+
+/* ---- workloads ------------------------------------------------------------------ */
+
+/* Create a workload from a batch/v1 Job or a kueue.x-k8s.io/v1beta2 Workload, arriving
+ * at now_ms. Reads metadata.name/namespace, labels kueue.x-k8s.io/queue-name,
+ * kueue.x-k8s.io/priority-class, kueue.x-k8s.io/max-exec-time-seconds, annotation
+ * kueue.x-k8s.io/job-min-parallelism, spec.parallelism/completions and the pod
+ * template's containers[].resources.requests (limits used when requests absent).
+ * Errors: unknown LocalQueue or priority class, bad quantity, a resource that no
+ * flavor of the ClusterQueue covers -> 422 naming the field; duplicate key -> 409. */
+int gx_engine_submit(gx_engine *e, const json_t *job, int64_t now_ms, gx_err *err);
+
+/* Re-create a workload after a restart from the manifest it was submitted with and the
+ * status last returned by gx_engine_workload(). An Admitted workload keeps its quota and
+ * devices; call gx_engine_evict() next if its processes are gone. */
+int gx_engine_restore(gx_engine *e, const json_t *job, const json_t *status, gx_err *err);
+
+/* The workload's pods ended. Admitted -> Finished; quota and devices are released.
+ * -1 with 404 unknown, 409 when not Admitted. */
+int gx_engine_finish(gx_engine *e, const char *key, int succeeded, const char *message,
+                     int64_t now_ms, gx_err *err);
+
+/* Cancel (Kueue: spec.active=false). Pending or Admitted -> Deactivated, reason
+ * "Deactivated", message given. Returns 1 when it was Admitted (the caller must stop
+ * its processes), 0 when it was Pending, -1 with 404 unknown / 409 already ended. */
+int gx_engine_cancel(gx_engine *e, const char *key, const char *message, int64_t now_ms, gx_err *err);
+
+/* Evict an Admitted workload back to Pending (reason e.g. "NodeRestarted"), releasing
+ * quota and devices and accumulating its execution time. -1 on 404/409. */
+int gx_engine_evict(gx_engine *e, const char *key, const char *reason, const char *message,
+                    int64_t now_ms, gx_err *err);
+
+/* Forget a workload that has ended (Finished/Deactivated). -1 on 404/409. */
+int gx_engine_remove(gx_engine *e, const char *key, gx_err *err);
+
+/* ---- scheduling ----------------------------------------------------------------- */
+
+typedef enum gx_act_kind {
+    GX_ACT_ADMIT = 1,      /* workload got quota and devices: start it */
+    GX_ACT_PREEMPT,        /* workload was evicted for `by`: stop it (it is Pending again) */
+    GX_ACT_DEACTIVATE,     /* workload ran out of time (MaximumExecutionTimeExceeded): stop it */
+} gx_act_kind;
+
+typedef struct gx_action {
+    gx_act_kind kind;
+    char workload[256];    /* "ns/name" */
+    char by[256];          /* preemptor key for GX_ACT_PREEMPT, else "" */
+    char reason[64];       /* Kueue reason: "Preempted", "MaximumExecutionTimeExceeded", ... */
+    char message[256];
+} gx_action;
+
+/* One scheduling pass at now_ms: deactivate workloads whose time ran out, preempt, and
+ * admit what fits, in Kueue's order. The engine's state is already updated when it
+ * returns. *out gets a malloc'd array (free() it) of the actions, in the order they
+ * happened; returns their count. */
+size_t gx_engine_schedule(gx_engine *e, int64_t now_ms, gx_action **out);
+
+/* The earliest time > now at which schedule() would have timed work to do (a maximum
+ * execution time running out), or INT64_MAX when none. */
+int64_t gx_engine_next_wakeup(const gx_engine *e, int64_t now_ms);
+
+/* ---- views (new JSON values; the caller owns them) -------------------------------- */
+
+/* One workload, or NULL when unknown:
+ * {"key","namespace","name","kind","queueName","clusterQueue","priorityClass","priority",
+ *  "state": "Pending|Admitted|Finished|Deactivated", "succeeded": bool (Finished only),
+ *  "createdAt","admittedAt","finishedAt": RFC 3339 UTC with milliseconds (absent when unset),
+ *  "maxExecutionTimeSeconds", "accumulatedPastExecutionTimeSeconds",
+ *  "podSets": [{"name","count","minCount","requests":{res: quantity string}}],
+ *  "admission": {"clusterQueue","podSetAssignments":[{"name","count","flavors":{res:flavor},
+ *                "resourceUsage":{res: quantity}}]}            (Admitted only)
+ *  "placement": [{"pod": i, "node": name, "devices": [{"uuid","index","model"}]}] (Admitted only)
+ *  "conditions": [{"type","status":"True|False","reason","message","lastTransitionTime"}],
+ *  "positionInClusterQueue", "positionInLocalQueue"                  (Pending only, 0-based)}
+ * This object is also what gx_engine_restore() takes back as `status`. */
+json_t *gx_engine_workload(const gx_engine *e, const char *key, int64_t now_ms);
+
+/* Filter for gx_engine_workloads(); NULL/0 fields match everything. */
+typedef struct gx_wl_filter {
+    const char *const *namespaces; size_t n_namespaces;  /* allowed namespaces */
+    const char *state;             /* exact state */
+    const char *local_queue;       /* "ns/name" or name */
+    const char *cluster_queue;
+} gx_wl_filter;
+
+/* Matching workloads as an array of gx_engine_workload() objects, sorted by
+ * (namespace, name); positions computed in one pass. */
+json_t *gx_engine_workloads(const gx_engine *e, const gx_wl_filter *f, int64_t now_ms);
+
+/* Every ClusterQueue with its state:
+ * [{"name","cohort","queueingStrategy","stopPolicy","active": bool,
+ *   "resources":[{"flavor","resource","nominalQuota","borrowingLimit","lendingLimit",
+ *                 "usage": quantity strings}],
+ *   "pendingWorkloads": n, "admittedWorkloads": n, "admittedTotal": n since start,
+ *   "evictedTotal": n}]  */
+json_t *gx_engine_cluster_queues(const gx_engine *e);
+
+/* LocalQueues (optionally only some namespaces):
+ * [{"namespace","name","clusterQueue","pendingWorkloads","admittedWorkloads","usage":{res:q}}] */
+json_t *gx_engine_local_queues(const gx_engine *e, const char *const *namespaces, size_t n_ns);
+
+/* Nodes and their devices with what is placed on them:
+ * [{"name","labels":{},"cpu","memory","gpus":[{"index","uuid","model","memory",
+ *   "workloads":[{"workload":"ns/name","pod":i}]}]}] */
+json_t *gx_engine_nodes(const gx_engine *e);
+
+#endif

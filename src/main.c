@@ -1,0 +1,51 @@
+/* gpuaas: one binary, many subcommands.
+ * Owns: dispatch from argv[1] to the daemon (serve), the offline replays (sim) and
+ * the CLI client commands (everything else, src/cli). */
+#include <stdio.h>
+#include <string.h>
+#include "api/serve.h"
+#include "cli/cli.h"
+#include "sim/sim.h"
+
+static void usage(FILE *f)
+{
+    fputs("usage: gpuaas <command> [options]\n"
+          "\n"
+          "Server:\n"
+          "  serve        run the daemon (gpuaas serve --help)\n"
+          "\n"
+          "Client (talk to a daemon over its REST API):\n", f);
+    gx_cli_usage(f);
+    fputs("\n"
+          "Offline:\n"
+          "  sim trace     replay a cluster trace through the placement code\n"
+          "  sim scenario  replay a Kueue scenario on a virtual clock\n"
+          "\n"
+          "Every command takes --help.\n", f);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) { usage(stderr); return 2; }
+    const char *cmd = argv[1];
+    if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h") || !strcmp(cmd, "help")) { usage(stdout); return 0; }
+    if (!strcmp(cmd, "--version") || !strcmp(cmd, "version")) { puts("gpuaas 0.1.0"); return 0; }
+    if (!strcmp(cmd, "serve")) return gx_serve_main(argc - 1, argv + 1);
+    if (!strcmp(cmd, "sim")) {
+        if (argc < 3 || !strcmp(argv[2], "--help") || !strcmp(argv[2], "-h")) {
+            fputs("usage: gpuaas sim trace --help | gpuaas sim scenario --help\n", argc < 3 ? stderr : stdout);
+            return argc < 3 ? 2 : 0;
+        }
+        if (!strcmp(argv[2], "trace")) return gx_sim_trace_main(argc - 2, argv + 2);
+        if (!strcmp(argv[2], "scenario")) return gx_sim_scenario_main(argc - 2, argv + 2);
+        fprintf(stderr, "gpuaas sim: unknown replay '%s' (trace, scenario)\n", argv[2]);
+        return 2;
+    }
+    int rc = gx_cli_main(argc - 1, argv + 1);
+    if (rc == -1) {
+        fprintf(stderr, "gpuaas: unknown command '%s'\n\n", cmd);
+        usage(stderr);
+        return 2;
+    }
+    return rc;
+}
