@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# `make run`: start the daemon on the demo configuration, in the foreground.
+# The admin token is rotated at each demo start so that it can be printed (tokens are
+# stored hashed; a token cannot be shown again once created).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+cat <<TXT
+Starting gpuaas on the demo configuration (examples/demo/). In another terminal:
+
+  export PATH=\$PWD/build:\$PATH GPUAAS_TOKEN=<the token printed below>
+  gpuaas apply -f examples/demo/queues.yaml
+  gpuaas submit -f examples/demo/job.yaml
+  gpuaas ls
+  gpuaas logs -f team-a/train-1
+
+Stop with Ctrl-C (running workloads are re-adopted at the next start).
+TXT
+exec build/gpuaas serve --config examples/demo/gpuaas.yaml --rotate-admin-token

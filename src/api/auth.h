@@ -1,0 +1,47 @@
+/* auth: users, their namespaces, and bearer tokens.
+ * Owns: token minting ("gpt_<id>_<secret>"), keyed hashing (BLAKE2b with a pepper
+ * kept in <dataDir>/secret.key, never in the database), the in-memory user table
+ * that every request is checked against (no SQLite on the request path).
+ * Must not: log or store a token in clear. */
+#ifndef GX_AUTH_H
+#define GX_AUTH_H
+#include <stddef.h>
+#include <stdint.h>
+#include <jansson.h>
+#include "lib/err.h"
+#include "store/store.h"
+
+#define GX_TOKEN_MAX 96
+
+typedef struct gx_user {
+    char name[64];
+    int admin;
+    json_t *namespaces;     /* array of strings */
+} gx_user;
+
+typedef struct gx_auth gx_auth;
+
+gx_auth *gx_auth_open(gx_store *st, const char *data_dir, gx_err *err);
+void gx_auth_free(gx_auth *a);
+
+/* First start: create user "admin" and its token (written to token_out). With rotate,
+ * replace the admin's tokens by a new one. Returns 1 when a token was minted, 0 when
+ * the admin already existed (token_out empty), -1 on error. */
+int gx_auth_bootstrap(gx_auth *a, int rotate, char *token_out, int64_t now_ms, gx_err *err);
+
+/* The user a bearer token belongs to, or NULL. Constant-time comparison of hashes. */
+const gx_user *gx_auth_check(const gx_auth *a, const char *authorization_header);
+
+/* Create a user with a fresh token (token_out, shown once). 409 when it exists. */
+int gx_auth_create_user(gx_auth *a, const char *name, int admin, const json_t *namespaces,
+                        char *token_out, int64_t now_ms, gx_err *err);
+int gx_auth_delete_user(gx_auth *a, const char *name, gx_err *err);
+json_t *gx_auth_users(const gx_auth *a);
+
+/* May this user act in namespace ns? */
+int gx_user_in_ns(const gx_user *u, const char *ns);
+
+/* Is s a valid Kubernetes DNS-1123 label (namespaces, user names)? */
+int gx_dns_label_ok(const char *s);
+
+#endif

@@ -1,0 +1,241 @@
+/* config: gpuaas.yaml (see config.h and docs/configuration.md). */
+#include <errno.h>
+#include <libgen.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include "api/config.h"
+#include "lib/yaml.h"
+
+void gx_config_defaults(gx_config *c)
+{
+    memset(c, 0, sizeof *c);
+    snprintf(c->listen_host, sizeof c->listen_host, "127.0.0.1");
+    c->listen_port = 8080;
+    snprintf(c->data_dir, sizeof c->data_dir, "data");
+    snprintf(c->inventory, sizeof c->inventory, "simulated");
+    c->nodes = json_array();
+    c->manifests = json_array();
+    c->max_body_bytes = 1 << 20;
+    c->max_workloads = 10000;
+    c->max_log_followers = 256;
+}
+
+void gx_config_free(gx_config *c)
+{
+    json_decref(c->nodes);
+    json_decref(c->manifests);
+    c->nodes = c->manifests = NULL;
+}
+
+char *gx_read_file(const char *path, size_t max, size_t *len, gx_err *err)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) { gx_errf(err, 400, "", "cannot read %s: %s", path, strerror(errno)); return NULL; }
+    size_t cap = 65536, n = 0;
+    char *buf = malloc(cap);
+    if (!buf) abort();
+    size_t r;
+    while ((r = fread(buf + n, 1, cap - n - 1, f)) > 0) {
+        n += r;
+        if (n > max) {
+            fclose(f);
+            free(buf);
+            gx_errf(err, 413, "", "%s is larger than %zu bytes", path, max);
+            return NULL;
+        }
+        if (cap - n - 1 == 0) {
+            cap *= 2;
+            char *nb = realloc(buf, cap);
+            if (!nb) abort();
+            buf = nb;
+        }
+    }
+    fclose(f);
+    buf[n] = 0;
+    if (len) *len = n;
+    return buf;
+}
+
+int gx_config_set_listen(gx_config *c, const char *s, gx_err *err)
+{
+    const char *colon = strrchr(s, ':');
+    if (!colon || colon == s || !colon[1])
+        return gx_errf(err, 400, "listen", "\"%s\" is not host:port (e.g. 127.0.0.1:8080)", s);
+    char *end;
+    long port = strtol(colon + 1, &end, 10);
+    if (*end || port < 0 || port > 65535) return gx_errf(err, 400, "listen", "port in \"%s\" is not 0..65535", s);
+    size_t hl = (size_t)(colon - s);
+    if (hl >= sizeof c->listen_host) return gx_errf(err, 400, "listen", "host too long");
+    memcpy(c->listen_host, s, hl);
+    c->listen_host[hl] = 0;
+    if (!strcmp(c->listen_host, "localhost")) snprintf(c->listen_host, sizeof c->listen_host, "127.0.0.1");
+    c->listen_port = (int)port;
+    return 0;
+}
+
+static void resolve(char *out, size_t n, const char *dir, const char *p)
+{
+    if (p[0] == '/' || !dir[0]) snprintf(out, n, "%s", p);
+    else snprintf(out, n, "%s/%s", dir, p);
+}
+
+static int get_size(const json_t *lim, const char *key, size_t lo, size_t hi, size_t *out, gx_err *err)
+{
+    const json_t *v = json_object_get(lim, key);
+    if (!v) return 0;
+    char f[64];
+    snprintf(f, sizeof f, "limits.%s", key);
+    if (!json_is_integer(v) || json_integer_value(v) < (json_int_t)lo || json_integer_value(v) > (json_int_t)hi)
+        return gx_errf(err, 422, f, "must be an integer between %zu and %zu", lo, hi);
+    *out = (size_t)json_integer_value(v);
+    return 0;
+}
+
+/* Load the Node manifests of one inventory file into c->nodes. */
+static int load_nodes(gx_config *c, const char *path, gx_err *err)
+{
+    size_t len;
+    char *buf = gx_read_file(path, 4 << 20, &len, err);
+    if (!buf) return -1;
+    gx_yaml_docs d;
+    int rc = gx_yaml_parse(buf, len, &d, err);
+    free(buf);
+    if (rc) {
+        char m[sizeof err->msg];
+        snprintf(m, sizeof m, "%s:%d: %s", path, err->line, err->msg);
+        snprintf(err->msg, sizeof err->msg, "%s", m);
+        err->line = -1; /* the line is in the message; not a line of the config file */
+        return -1;
+    }
+    for (size_t i = 0; i < d.n; i++) {
+        const char *kind = json_string_value(json_object_get(d.docs[i], "kind"));
+        if (!kind || strcmp(kind, "Node")) {
+            gx_errf(err, 422, "kind", "%s:%d: holds a %s; inventory files hold gpuaas.dev/v1alpha1 Node objects",
+                    path, d.first_line[i], kind ? kind : "document without kind");
+            err->line = -1;
+            gx_yaml_docs_free(&d);
+            return -1;
+        }
+        json_array_append(c->nodes, d.docs[i]);
+    }
+    gx_yaml_docs_free(&d);
+    return 0;
+}
+
+static int str_list(const json_t *v, const char *field, json_t *out, const char *dir, gx_err *err)
+{
+    if (!v) return 0;
+    if (json_is_string(v)) {
+        char p[PATH_MAX];
+        resolve(p, sizeof p, dir, json_string_value(v));
+        json_array_append_new(out, json_string(p));
+        return 0;
+    }
+    if (!json_is_array(v)) return gx_errf(err, 422, field, "must be a file name or a list of file names");
+    size_t i;
+    json_t *x;
+    json_array_foreach(v, i, x) {
+        if (!json_is_string(x)) {
+            char f[96];
+            snprintf(f, sizeof f, "%s[%zu]", field, i);
+            return gx_errf(err, 422, f, "must be a file name");
+        }
+        char p[PATH_MAX];
+        resolve(p, sizeof p, dir, json_string_value(x));
+        json_array_append_new(out, json_string(p));
+    }
+    return 0;
+}
+
+static int apply_doc(gx_config *c, const json_t *doc, const char *dir, gx_err *err)
+{
+    static const char *known[] = {"apiVersion", "kind", "listen", "dataDir", "inventory", "manifests",
+                                  "fairSharing", "limits", NULL};
+    const char *k;
+    json_t *v;
+    json_object_foreach((json_t *)doc, k, v) {
+        int ok = 0;
+        for (int i = 0; known[i]; i++) ok |= !strcmp(k, known[i]);
+        if (!ok) return gx_errf(err, 422, k, "unknown setting (known: listen, dataDir, inventory, manifests, fairSharing, limits)");
+    }
+    const char *kind = json_string_value(json_object_get(doc, "kind"));
+    if (kind && strcmp(kind, "ServerConfig")) return gx_errf(err, 422, "kind", "expected ServerConfig, got %s", kind);
+    if ((v = json_object_get(doc, "listen"))) {
+        if (!json_is_string(v)) return gx_errf(err, 422, "listen", "must be \"host:port\"");
+        if (gx_config_set_listen(c, json_string_value(v), err)) return -1;
+    }
+    if ((v = json_object_get(doc, "dataDir"))) {
+        if (!json_is_string(v) || !json_string_length(v)) return gx_errf(err, 422, "dataDir", "must be a folder name");
+        resolve(c->data_dir, sizeof c->data_dir, dir, json_string_value(v));
+    }
+    if ((v = json_object_get(doc, "fairSharing"))) {
+        const json_t *en = json_is_object(v) ? json_object_get(v, "enable") : v;
+        if (!json_is_boolean(en)) return gx_errf(err, 422, "fairSharing", "must be true/false or {enable: bool}");
+        c->fair_sharing = json_is_true(en);
+    }
+    if ((v = json_object_get(doc, "inventory"))) {
+        if (!json_is_object(v)) return gx_errf(err, 422, "inventory", "must be a mapping {source, nodes}");
+        const char *src = json_string_value(json_object_get(v, "source"));
+        if (src) {
+            if (strcmp(src, "simulated"))
+                return gx_errf(err, 422, "inventory.source", "\"%s\" is not available in this build (simulated)", src);
+            snprintf(c->inventory, sizeof c->inventory, "%s", src);
+        }
+        json_t *files = json_array();
+        if (str_list(json_object_get(v, "nodes"), "inventory.nodes", files, dir, err)) { json_decref(files); return -1; }
+        size_t i;
+        json_t *f;
+        json_array_foreach(files, i, f) {
+            if (load_nodes(c, json_string_value(f), err)) {
+                json_decref(files);
+                return -1;
+            }
+        }
+        json_decref(files);
+    }
+    if (str_list(json_object_get(doc, "manifests"), "manifests", c->manifests, dir, err)) return -1;
+    if ((v = json_object_get(doc, "limits"))) {
+        if (!json_is_object(v)) return gx_errf(err, 422, "limits", "must be a mapping");
+        if (get_size(v, "maxBodyBytes", 1024, (size_t)64 << 20, &c->max_body_bytes, err) ||
+            get_size(v, "maxWorkloads", 1, 1000000, &c->max_workloads, err) ||
+            get_size(v, "maxLogFollowers", 1, 10000, &c->max_log_followers, err))
+            return -1;
+        json_object_foreach(v, k, v) {
+            if (strcmp(k, "maxBodyBytes") && strcmp(k, "maxWorkloads") && strcmp(k, "maxLogFollowers")) {
+                char f[96];
+                snprintf(f, sizeof f, "limits.%s", k);
+                return gx_errf(err, 422, f, "unknown limit (known: maxBodyBytes, maxWorkloads, maxLogFollowers)");
+            }
+        }
+    }
+    return 0;
+}
+
+int gx_config_load(gx_config *c, const char *path, gx_err *err)
+{
+    snprintf(c->path, sizeof c->path, "%s", path);
+    char dirbuf[PATH_MAX];
+    snprintf(dirbuf, sizeof dirbuf, "%s", path);
+    char dir[PATH_MAX];
+    snprintf(dir, sizeof dir, "%s", dirname(dirbuf));
+    size_t len;
+    char *buf = gx_read_file(path, 1 << 20, &len, err);
+    if (!buf) return -1;
+    gx_yaml_docs d;
+    int rc = gx_yaml_parse(buf, len, &d, err);
+    free(buf);
+    if (rc) return -1;
+    if (d.n != 1 || !json_is_object(d.docs[0])) {
+        gx_yaml_docs_free(&d);
+        return gx_errf(err, 422, "", "%s must hold one ServerConfig mapping", path);
+    }
+    rc = apply_doc(c, d.docs[0], dir, err);
+    if (rc) {
+        if (err->line < 0) err->line = 0;
+        else gx_linemap_annotate(d.lines[0], err);
+    }
+    gx_yaml_docs_free(&d);
+    return rc;
+}

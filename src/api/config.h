@@ -1,0 +1,35 @@
+/* config: the server configuration, gpuaas.yaml, plus command-line overrides.
+ * Owns: defaults, validation (file:line: field: why), resolving relative paths
+ * against the config file's folder. */
+#ifndef GX_CONFIG_H
+#define GX_CONFIG_H
+#include <limits.h>
+#include <stddef.h>
+#include <jansson.h>
+#include "lib/err.h"
+
+typedef struct gx_config {
+    char path[PATH_MAX];          /* the config file, "" when none */
+    char listen_host[64];
+    int listen_port;
+    char data_dir[PATH_MAX];
+    char inventory[16];           /* "simulated" (the nvml backend is its own issue) */
+    json_t *nodes;                /* gpuaas Node manifests read from inventory.nodes */
+    json_t *manifests;            /* file paths (resolved) applied at start */
+    int fair_sharing;
+    size_t max_body_bytes;
+    size_t max_workloads;
+    size_t max_log_followers;
+} gx_config;
+
+void gx_config_defaults(gx_config *c);
+/* Read a gpuaas.yaml (kind ServerConfig). err->field/line name the culprit. */
+int gx_config_load(gx_config *c, const char *path, gx_err *err);
+/* "host:port" into the config. */
+int gx_config_set_listen(gx_config *c, const char *s, gx_err *err);
+void gx_config_free(gx_config *c);
+
+/* Read a whole file (at most max bytes) into a NUL-terminated buffer. */
+char *gx_read_file(const char *path, size_t max, size_t *len, gx_err *err);
+
+#endif

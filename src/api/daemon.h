@@ -1,0 +1,100 @@
+/* daemon: the state of one running `gpuaas serve`, shared by its modules.
+ * Owns: nothing by itself; serve.c creates it, workloads.c runs the workloads,
+ * routes.c answers HTTP, metrics.c renders /metrics, logs.c streams logs.
+ * One thread: every function here runs on the loop, so nothing is locked. */
+#ifndef GX_DAEMON_H
+#define GX_DAEMON_H
+#include <limits.h>
+#include <stdint.h>
+#include <jansson.h>
+#include "api/auth.h"
+#include "api/config.h"
+#include "api/http.h"
+#include "api/loop.h"
+#include "core/engine.h"
+#include "lib/strmap.h"
+#include "run/podspec.h"
+#include "run/proc.h"
+#include "store/store.h"
+
+/* One process of a workload's run. */
+typedef struct gx_pod {
+    int gen;               /* the admission it belongs to */
+    int index;             /* completion index (JOB_COMPLETION_INDEX) */
+    int slot;              /* which of the admitted pods' devices it uses */
+    gx_proc proc;
+    int alive;
+    int64_t started_ms, finished_ms;
+    int exit_code, signal_no;   /* valid when !alive; -1 exit_code = unknown */
+    char devices[512];     /* comma-separated GPU UUIDs */
+    void *watch;           /* the loop watch's context while alive */
+} gx_pod;
+
+/* The daemon's side of one workload: its processes and their bookkeeping. */
+typedef struct gx_wl {
+    char key[256];
+    char ns[128], name[128];
+    json_t *manifest;
+    gx_podspec ps;         /* points into manifest */
+    int gen;               /* admissions so far */
+    gx_pod *pods;          /* pods of the current run plus any still dying */
+    size_t npods, cappods;
+    int succeeded, failures, next_index;
+    int stopping;          /* SIGTERM sent to the current processes */
+    int64_t kill_at;       /* when SIGKILL follows */
+    int deferred;          /* admitted, waiting for devices held by dying processes */
+    int64_t retry_at;      /* a failed pod restarts at this time (back-off) */
+    char note[256];        /* the daemon's last word on it ("pod 0 exited with code 1") */
+} gx_wl;
+
+typedef struct gx_daemon {
+    gx_config cfg;
+    gx_loop *loop;
+    gx_http *http;
+    gx_store *store;
+    gx_engine *eng;
+    gx_auth *auth;
+    gx_strmap wls;         /* key -> gx_wl */
+    json_t *objects;       /* "Kind/ns/name" -> manifest, as applied */
+    int dirty;             /* a scheduling pass is due */
+    int ready;
+    char log_dir[PATH_MAX], run_dir[PATH_MAX];
+    int64_t next_timer_check;
+    uint64_t http_requests;
+} gx_daemon;
+
+/* workloads.c */
+int gx_d_submit(gx_daemon *d, const json_t *manifest, const char *user_ns_check, json_t **view, gx_err *err);
+int gx_d_cancel(gx_daemon *d, const char *key, const char *who, gx_err *err);
+int gx_d_delete(gx_daemon *d, const char *key, gx_err *err);
+json_t *gx_d_view(gx_daemon *d, const char *key);
+json_t *gx_d_list(gx_daemon *d, const gx_wl_filter *f);
+/* A scheduling pass plus everything timed (kills, restarts); returns ms to sleep at most. */
+int64_t gx_d_tick(gx_daemon *d);
+int gx_d_recover(gx_daemon *d, gx_err *err);
+/* Does a workload still have live processes or can it still produce output? */
+int gx_d_active(gx_daemon *d, const char *key);
+void gx_d_log_path(const gx_daemon *d, const char *key, int index, char *out, size_t n);
+int gx_d_pod_count(gx_daemon *d, const char *key);
+void gx_d_free_all(gx_daemon *d);
+
+/* objects.c */
+struct gx_yaml_docs;
+/* Apply Kueue objects and Nodes, all or nothing. result: {"items":[{kind,namespace,name,action}]}. */
+int gx_d_apply(gx_daemon *d, const struct gx_yaml_docs *docs, json_t **result, gx_err *err);
+int gx_d_load_objects(gx_daemon *d, gx_err *err);
+int gx_d_delete_object(gx_daemon *d, const char *kind, const char *ns, const char *name, gx_err *err);
+
+/* routes.c */
+void gx_d_route(gx_req *req, gx_resp *resp, void *ud);
+
+/* metrics.c */
+char *gx_d_metrics(gx_daemon *d);
+
+/* logs.c */
+int gx_d_logs(gx_daemon *d, const char *key, int pod, int follow, gx_resp *resp, gx_err *err);
+
+/* RFC 3339 UTC with milliseconds. */
+void gx_fmt_time(int64_t ms, char *out, size_t n);
+
+#endif

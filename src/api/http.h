@@ -1,0 +1,72 @@
+/* http: libmicrohttpd driven from our epoll loop (external mode), with bodies
+ * collected up to a limit, and streamed responses that wait without busy-looping.
+ * Owns: MHD setup, request/response plumbing, suspend/resume of streams.
+ * Must not: know routes or JSON shapes beyond the error envelope. */
+#ifndef GX_HTTP_H
+#define GX_HTTP_H
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <jansson.h>
+#include "api/loop.h"
+#include "lib/err.h"
+
+typedef struct gx_http gx_http;
+
+typedef struct gx_req {
+    void *conn;              /* struct MHD_Connection * */
+    const char *method;
+    const char *path;        /* without the query string */
+    char *body;              /* NUL-terminated */
+    size_t body_len;
+    int body_too_large;
+    void *user;              /* set by the router after authentication */
+} gx_req;
+
+/* A streamed body: read() fills buf and returns the byte count, 0 for "nothing yet"
+ * (the connection sleeps until gx_http_wake_streams), or -1 at the end. */
+typedef struct gx_stream {
+    ssize_t (*read)(void *ud, char *buf, size_t max);
+    void (*free)(void *ud);
+    void *ud;
+} gx_stream;
+
+typedef struct gx_resp {
+    int status;
+    json_t *json;            /* owned; sent as application/json */
+    char *text;              /* owned; sent as ctype (default text/plain) */
+    size_t text_len;
+    const char *ctype;
+    gx_stream stream;        /* when stream.read is set: chunked streamed body */
+    const char *hname[8];
+    char hval[8][128];
+    int nh;
+} gx_resp;
+
+typedef void (*gx_http_fn)(gx_req *req, gx_resp *resp, void *ud);
+
+/* Listen on host:port (port 0 = any free port), handing every complete request to fn. */
+gx_http *gx_http_start(gx_loop *loop, const char *host, int port, size_t body_limit,
+                       gx_http_fn fn, void *ud, gx_err *err);
+void gx_http_stop(gx_http *h);
+int gx_http_port(const gx_http *h);
+/* Let every sleeping stream read again (new log output, a workload ended). */
+void gx_http_wake_streams(gx_http *h);
+int gx_http_stream_count(const gx_http *h);
+/* MHD's next deadline in ms (-1: none), to bound the loop's sleep. */
+int64_t gx_http_timeout(gx_http *h);
+/* Let MHD do pending work now (e.g. right after waking streams). */
+void gx_http_run(gx_http *h);
+
+const char *gx_req_query(const gx_req *r, const char *key);
+const char *gx_req_header(const gx_req *r, const char *name);
+
+/* Response helpers. */
+void gx_resp_json(gx_resp *r, int status, json_t *body);           /* steals body */
+void gx_resp_text(gx_resp *r, int status, const char *ctype, const char *text);
+void gx_resp_header(gx_resp *r, const char *name, const char *value);
+/* {"error": {"code","reason","message","field","line","document"}} from err. */
+void gx_resp_error(gx_resp *r, const gx_err *err);
+void gx_resp_errorf(gx_resp *r, int status, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+#endif

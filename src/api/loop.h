@@ -1,0 +1,31 @@
+/* loop: the daemon's one event loop (epoll), like Redis's ae or nginx's event core.
+ * Owns: file-descriptor watches, timers, the cached clock, the before-sleep hook.
+ * Must not: know what the descriptors are for.
+ * Time: gx_loop_now() is the wall clock in ms, read once per iteration, so that
+ * everything handled in one iteration sees the same "now". */
+#ifndef GX_LOOP_H
+#define GX_LOOP_H
+#include <stdint.h>
+
+typedef struct gx_loop gx_loop;
+typedef void (*gx_fd_fn)(gx_loop *l, int fd, uint32_t events, void *ud);
+typedef void (*gx_timer_fn)(gx_loop *l, void *ud);
+/* Runs before the loop sleeps; returns the longest sleep it allows in ms (-1: no limit). */
+typedef int64_t (*gx_prepare_fn)(gx_loop *l, void *ud);
+
+gx_loop *gx_loop_new(void);
+void gx_loop_free(gx_loop *l);
+int gx_loop_watch(gx_loop *l, int fd, uint32_t events, gx_fd_fn fn, void *ud);
+void gx_loop_unwatch(gx_loop *l, int fd);
+/* One-shot timer at wall time at_ms. Returns an id (> 0) for gx_loop_cancel. */
+uint64_t gx_loop_at(gx_loop *l, int64_t at_ms, gx_timer_fn fn, void *ud);
+void gx_loop_cancel(gx_loop *l, uint64_t id);
+void gx_loop_set_prepare(gx_loop *l, gx_prepare_fn fn, void *ud);
+int64_t gx_loop_now(const gx_loop *l);
+/* Re-read the clock (after something slow, such as a commit). */
+int64_t gx_loop_update_time(gx_loop *l);
+void gx_loop_stop(gx_loop *l);
+/* Run until gx_loop_stop(). */
+int gx_loop_run(gx_loop *l);
+
+#endif

@@ -1,0 +1,119 @@
+/* metrics: /metrics in Prometheus text format, with the names people already chart:
+ * Kueue's for queues (kueue_pending_workloads, kueue_admitted_workloads_total,
+ * kueue_cluster_queue_resource_usage, ...) and gpuaas_* for the daemon itself.
+ * Owns: rendering only; every figure comes from the engine's views. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "api/daemon.h"
+#include "core/quantity.h"
+
+typedef struct out { char *p; size_t n, cap; } out;
+
+static void put(out *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void put(out *o, const char *fmt, ...)
+{
+    for (;;) {
+        va_list ap;
+        va_start(ap, fmt);
+        int w = vsnprintf(o->p + o->n, o->cap - o->n, fmt, ap);
+        va_end(ap);
+        if (w >= 0 && (size_t)w < o->cap - o->n) { o->n += (size_t)w; return; }
+        o->cap = o->cap * 2 + (size_t)(w > 0 ? w : 0);
+        char *np = realloc(o->p, o->cap);
+        if (!np) abort();
+        o->p = np;
+    }
+}
+
+/* Label values are escaped as the exposition format asks (\\, \", \n). */
+static const char *esc(const char *s, char *buf, size_t n)
+{
+    size_t k = 0;
+    for (; s && *s && k + 2 < n; s++) {
+        if (*s == '\\' || *s == '"') buf[k++] = '\\';
+        if (*s == '\n') { buf[k++] = '\\'; buf[k++] = 'n'; continue; }
+        buf[k++] = *s;
+    }
+    buf[k] = 0;
+    return buf;
+}
+
+static double qty(const json_t *v)
+{
+    if (json_is_number(v)) return json_number_value(v);
+    int64_t m = 0;
+    if (json_is_string(v) && gx_quantity_parse(json_string_value(v), &m, "", NULL) == 0) return (double)m / 1000.0;
+    return 0;
+}
+
+static void header(out *o, const char *name, const char *type, const char *help)
+{
+    put(o, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+char *gx_d_metrics(gx_daemon *d)
+{
+    out o = {malloc(8192), 0, 8192};
+    if (!o.p) abort();
+    json_t *cqs = gx_engine_cluster_queues(d->eng);
+    char b1[256], b2[256], b3[256];
+    size_t i, k;
+    json_t *cq, *r;
+
+    header(&o, "kueue_pending_workloads", "gauge", "Workloads waiting in each ClusterQueue");
+    json_array_foreach(cqs, i, cq)
+        put(&o, "kueue_pending_workloads{cluster_queue=\"%s\",status=\"active\"} %lld\n",
+            esc(json_string_value(json_object_get(cq, "name")), b1, sizeof b1),
+            (long long)json_integer_value(json_object_get(cq, "pendingWorkloads")));
+    header(&o, "kueue_admitted_active_workloads", "gauge", "Workloads holding quota in each ClusterQueue");
+    json_array_foreach(cqs, i, cq)
+        put(&o, "kueue_admitted_active_workloads{cluster_queue=\"%s\"} %lld\n",
+            esc(json_string_value(json_object_get(cq, "name")), b1, sizeof b1),
+            (long long)json_integer_value(json_object_get(cq, "admittedWorkloads")));
+    header(&o, "kueue_admitted_workloads_total", "counter", "Workloads admitted since the daemon started");
+    json_array_foreach(cqs, i, cq)
+        put(&o, "kueue_admitted_workloads_total{cluster_queue=\"%s\"} %lld\n",
+            esc(json_string_value(json_object_get(cq, "name")), b1, sizeof b1),
+            (long long)json_integer_value(json_object_get(cq, "admittedTotal")));
+    header(&o, "kueue_evicted_workloads_total", "counter", "Workloads evicted since the daemon started");
+    json_array_foreach(cqs, i, cq)
+        put(&o, "kueue_evicted_workloads_total{cluster_queue=\"%s\"} %lld\n",
+            esc(json_string_value(json_object_get(cq, "name")), b1, sizeof b1),
+            (long long)json_integer_value(json_object_get(cq, "evictedTotal")));
+    header(&o, "kueue_cluster_queue_status", "gauge", "1 when the ClusterQueue is active");
+    json_array_foreach(cqs, i, cq)
+        put(&o, "kueue_cluster_queue_status{cluster_queue=\"%s\",status=\"active\"} %d\n",
+            esc(json_string_value(json_object_get(cq, "name")), b1, sizeof b1),
+            json_is_false(json_object_get(cq, "active")) ? 0 : 1);
+    const char *per_res[][3] = {
+        {"kueue_cluster_queue_resource_usage", "usage", "Quota in use per ClusterQueue, flavor and resource"},
+        {"kueue_cluster_queue_nominal_quota", "nominalQuota", "Nominal quota per ClusterQueue, flavor and resource"},
+    };
+    for (int m = 0; m < 2; m++) {
+        header(&o, per_res[m][0], "gauge", per_res[m][2]);
+        json_array_foreach(cqs, i, cq) {
+            json_array_foreach(json_object_get(cq, "resources"), k, r)
+                put(&o, "%s{cluster_queue=\"%s\",flavor=\"%s\",resource=\"%s\"} %g\n", per_res[m][0],
+                    esc(json_string_value(json_object_get(cq, "name")), b1, sizeof b1),
+                    esc(json_string_value(json_object_get(r, "flavor")), b2, sizeof b2),
+                    esc(json_string_value(json_object_get(r, "resource")), b3, sizeof b3),
+                    qty(json_object_get(r, per_res[m][1])));
+        }
+    }
+    json_decref(cqs);
+
+    header(&o, "gpuaas_workloads", "gauge", "Workloads known to the daemon by state");
+    const char *states[] = {"Pending", "Admitted", "Finished", "Deactivated"};
+    json_t *all = gx_engine_workloads(d->eng, NULL, gx_loop_now(d->loop));
+    for (int s = 0; s < 4; s++) {
+        long long n = 0;
+        json_t *w;
+        json_array_foreach(all, i, w) n += !strcmp(json_string_value(json_object_get(w, "state")) ?: "", states[s]);
+        put(&o, "gpuaas_workloads{state=\"%s\"} %lld\n", states[s], n);
+    }
+    json_decref(all);
+    header(&o, "gpuaas_http_requests_total", "counter", "HTTP requests served");
+    put(&o, "gpuaas_http_requests_total %llu\n", (unsigned long long)d->http_requests);
+    return o.p;
+}

@@ -1,0 +1,281 @@
+/* serve: `gpuaas serve`, the daemon's start, main loop and orderly stop.
+ * Owns: flags, the data directory (and its lock), the order of start-up (store,
+ * users, objects, inventory, recovery, then the listener), signals.
+ * Must not: hold request logic (routes.c) or workload logic (workloads.c).
+ * Stopping the daemon leaves workload processes running: the next start re-adopts
+ * them (docs/operations.md). */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "api/daemon.h"
+#include "api/serve.h"
+#include "lib/yaml.h"
+
+#define STREAM_POLL_MS 250
+
+static void usage(FILE *f)
+{
+    fputs("usage: gpuaas serve [--config FILE] [--listen HOST:PORT] [--data-dir DIR] [--rotate-admin-token]\n"
+          "\n"
+          "Run the gpuaas daemon: the REST API, the queues and the workload processes.\n"
+          "\n"
+          "  --config FILE          server configuration (gpuaas.yaml, see docs/configuration.md)\n"
+          "  --listen HOST:PORT     address to listen on (default 127.0.0.1:8080; port 0 = any free port)\n"
+          "  --data-dir DIR         where the database, logs and run records live (default ./data)\n"
+          "  --rotate-admin-token   replace the admin's token with a new one and print it\n"
+          "  -h, --help             this help\n"
+          "\n"
+          "On its first start it creates the admin user and prints its token once.\n"
+          "It writes DIR/serve.json with the URL it listens on.\n"
+          "\n"
+          "Example:\n"
+          "  gpuaas serve --config examples/demo/gpuaas.yaml\n", f);
+}
+
+static int ensure_dir(const char *p, gx_err *err)
+{
+    char tmp[PATH_MAX];
+    snprintf(tmp, sizeof tmp, "%s", p);
+    for (char *s = tmp + 1; *s; s++)
+        if (*s == '/') {
+            *s = 0;
+            mkdir(tmp, 0755);
+            *s = '/';
+        }
+    if (mkdir(tmp, 0700) < 0 && errno != EEXIST) return gx_errf(err, 500, "dataDir", "cannot create %s: %s", p, strerror(errno));
+    return 0;
+}
+
+/* One daemon per data directory: a second one would double-start every workload. */
+static int lock_data_dir(const char *dir, gx_err *err)
+{
+    char p[PATH_MAX];
+    snprintf(p, sizeof p, "%s/gpuaas.lock", dir);
+    int fd = open(p, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (fd < 0) return gx_errf(err, 500, "dataDir", "cannot open %s: %s", p, strerror(errno));
+    if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+        char pid[32] = "";
+        ssize_t n = read(fd, pid, sizeof pid - 1);
+        if (n > 0) pid[n] = 0;
+        close(fd);
+        return gx_errf(err, 409, "dataDir", "another gpuaas serve (pid %s) is using %s", n > 0 ? pid : "?", dir);
+    }
+    if (ftruncate(fd, 0) == 0) dprintf(fd, "%d\n", (int)getpid());
+    return fd; /* kept open (and locked) for the life of the process */
+}
+
+static void on_signal(gx_loop *l, int fd, uint32_t ev, void *ud)
+{
+    (void)ev; (void)ud;
+    struct signalfd_siginfo si;
+    while (read(fd, &si, sizeof si) == (ssize_t)sizeof si) {
+        fprintf(stderr, "gpuaas: %s received, stopping (workloads keep running and are re-adopted at the next start)\n",
+                strsignal((int)si.ssi_signo));
+        gx_loop_stop(l);
+    }
+}
+
+static int64_t prepare(gx_loop *l, void *ud)
+{
+    gx_daemon *d = ud;
+    int64_t sleep = gx_d_tick(d);
+    gx_http_run(d->http);
+    int64_t t = gx_http_timeout(d->http);
+    if (t >= 0 && (sleep < 0 || t < sleep)) sleep = t;
+    /* Followers of logs: let their readers look again every STREAM_POLL_MS. */
+    if (gx_http_stream_count(d->http) > 0) {
+        static int64_t last;
+        int64_t now = gx_loop_now(l);
+        if (now - last >= STREAM_POLL_MS) {
+            last = now;
+            gx_http_wake_streams(d->http);
+            gx_http_run(d->http);
+        }
+        if (sleep < 0 || sleep > STREAM_POLL_MS) sleep = STREAM_POLL_MS;
+    }
+    return sleep;
+}
+
+static int apply_file(gx_daemon *d, const char *path, gx_err *err)
+{
+    size_t len;
+    char *buf = gx_read_file(path, 4 << 20, &len, err);
+    if (!buf) return -1;
+    gx_yaml_docs docs;
+    int rc = gx_manifest_parse(buf, len, &docs, err);
+    free(buf);
+    if (rc) return -1;
+    json_t *res = NULL;
+    rc = gx_d_apply(d, &docs, &res, err);
+    gx_yaml_docs_free(&docs);
+    json_decref(res);
+    return rc;
+}
+
+static void describe_inventory(gx_daemon *d)
+{
+    json_t *nodes = gx_engine_nodes(d->eng);
+    size_t i;
+    json_t *n;
+    int gpus = 0;
+    json_array_foreach(nodes, i, n) gpus += (int)json_array_size(json_object_get(n, "gpus"));
+    fprintf(stderr, "  inventory: %s, %zu node%s, %d GPU%s\n", d->cfg.inventory, json_array_size(nodes),
+            json_array_size(nodes) == 1 ? "" : "s", gpus, gpus == 1 ? "" : "s");
+    json_array_foreach(nodes, i, n) {
+        fprintf(stderr, "    %s:", json_string_value(json_object_get(n, "name")));
+        size_t k;
+        json_t *g;
+        json_array_foreach(json_object_get(n, "gpus"), k, g)
+            fprintf(stderr, " %s", json_string_value(json_object_get(g, "model")) ?: "GPU");
+        fputc('\n', stderr);
+    }
+    json_decref(nodes);
+}
+
+static int parse_args(int argc, char **argv, gx_config *cfg, int *rotate)
+{
+    static const struct option opts[] = {
+        {"config", required_argument, 0, 'c'}, {"listen", required_argument, 0, 'l'},
+        {"data-dir", required_argument, 0, 'd'}, {"rotate-admin-token", no_argument, 0, 'r'},
+        {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+    const char *config = NULL, *listen = NULL, *data = NULL;
+    int c;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        switch (c) {
+        case 'c': config = optarg; break;
+        case 'l': listen = optarg; break;
+        case 'd': data = optarg; break;
+        case 'r': *rotate = 1; break;
+        case 'h': usage(stdout); return 1;
+        default: usage(stderr); return 2;
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "gpuaas serve: unexpected argument '%s'\n", argv[optind]);
+        usage(stderr);
+        return 2;
+    }
+    gx_err e;
+    gx_err_clear(&e);
+    char buf[1024];
+    if (config && gx_config_load(cfg, config, &e)) {
+        fprintf(stderr, "gpuaas serve: %s\n", gx_err_str(&e, config, buf, sizeof buf));
+        return 2;
+    }
+    if (listen && gx_config_set_listen(cfg, listen, &e)) {
+        fprintf(stderr, "gpuaas serve: --listen: %s\n", e.msg);
+        return 2;
+    }
+    if (data) snprintf(cfg->data_dir, sizeof cfg->data_dir, "%s", data);
+    return 0;
+}
+
+int gx_serve_main(int argc, char **argv)
+{
+    static gx_daemon d;
+    memset(&d, 0, sizeof d);
+    gx_config_defaults(&d.cfg);
+    int rotate = 0;
+    int rc = parse_args(argc, argv, &d.cfg, &rotate);
+    if (rc) { gx_config_free(&d.cfg); return rc == 1 ? 0 : rc; }
+    gx_err e;
+    gx_err_clear(&e);
+    char buf[1024];
+    int status = 1, lockfd = -1, sfd = -1;
+    char real[PATH_MAX];
+    if (ensure_dir(d.cfg.data_dir, &e)) goto out;
+    if (realpath(d.cfg.data_dir, real)) snprintf(d.cfg.data_dir, sizeof d.cfg.data_dir, "%s", real);
+    if ((lockfd = lock_data_dir(d.cfg.data_dir, &e)) < 0) goto out;
+    snprintf(d.log_dir, sizeof d.log_dir, "%s/logs", d.cfg.data_dir);
+    snprintf(d.run_dir, sizeof d.run_dir, "%s/run", d.cfg.data_dir);
+    if (ensure_dir(d.log_dir, &e) || ensure_dir(d.run_dir, &e)) goto out;
+    gx_strmap_init(&d.wls);
+    d.objects = json_object();
+    if (!(d.loop = gx_loop_new())) { gx_errf(&e, 500, "", "cannot create the event loop"); goto out; }
+    if (!(d.store = gx_store_open(d.cfg.data_dir, &e))) goto out;
+    if (!(d.auth = gx_auth_open(d.store, d.cfg.data_dir, &e))) goto out;
+    char token[GX_TOKEN_MAX];
+    if (gx_auth_bootstrap(d.auth, rotate, token, gx_loop_now(d.loop), &e) < 0) goto out;
+    gx_engine_opts eo = {.fair_sharing = d.cfg.fair_sharing};
+    d.eng = gx_engine_new(&eo);
+    if (gx_d_load_objects(&d, &e)) goto out;
+    size_t i;
+    json_t *x;
+    json_array_foreach(d.cfg.nodes, i, x)
+        if (gx_engine_apply(d.eng, x, &e)) {
+            gx_err_prefix(&e, "");
+            char m[600];
+            snprintf(m, sizeof m, "inventory node %zu: %s", i, e.msg);
+            snprintf(e.msg, sizeof e.msg, "%s", m);
+            goto out;
+        }
+    json_array_foreach(d.cfg.manifests, i, x)
+        if (apply_file(&d, json_string_value(x), &e)) {
+            fprintf(stderr, "gpuaas serve: %s\n", gx_err_str(&e, json_string_value(x), buf, sizeof buf));
+            goto out_quiet;
+        }
+    if (gx_d_recover(&d, &e)) goto out;
+
+    sigset_t mask;
+    sigemptyset(&mask);
+    sigaddset(&mask, SIGTERM);
+    sigaddset(&mask, SIGINT);
+    sigaddset(&mask, SIGHUP);
+    sigprocmask(SIG_BLOCK, &mask, NULL);
+    signal(SIGPIPE, SIG_IGN);
+    sfd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
+    if (sfd < 0 || gx_loop_watch(d.loop, sfd, 0x001, on_signal, &d)) { gx_errf(&e, 500, "", "signalfd failed"); goto out; }
+
+    if (!(d.http = gx_http_start(d.loop, d.cfg.listen_host, d.cfg.listen_port, d.cfg.max_body_bytes, gx_d_route, &d, &e)))
+        goto out;
+    d.ready = 1;
+    char url[128];
+    snprintf(url, sizeof url, "http://%s:%d", d.cfg.listen_host, gx_http_port(d.http));
+    char sj[PATH_MAX];
+    snprintf(sj, sizeof sj, "%s/serve.json", d.cfg.data_dir);
+    FILE *f = fopen(sj, "w");
+    if (f) {
+        fprintf(f, "{\"url\": \"%s\", \"pid\": %d}\n", url, (int)getpid());
+        fclose(f);
+    }
+    fprintf(stderr, "gpuaas serve: listening on %s\n", url);
+    fprintf(stderr, "  data:      %s (gpuaas.db, logs/)\n", d.cfg.data_dir);
+    describe_inventory(&d);
+    fprintf(stderr, "  workloads: %zu recovered\n", d.wls.n);
+    if (token[0]) {
+        fprintf(stderr, "  admin token (shown once; keep it): %s\n", token);
+        fprintf(stderr, "    export GPUAAS_SERVER=%s GPUAAS_TOKEN=%s\n", url, token);
+    } else {
+        fprintf(stderr, "  admin token: created at the first start (new one: gpuaas serve --rotate-admin-token)\n");
+    }
+    fflush(stderr);
+    gx_loop_set_prepare(d.loop, prepare, &d);
+    gx_loop_run(d.loop);
+    status = 0;
+    goto cleanup;
+out:
+    fprintf(stderr, "gpuaas serve: %s\n", gx_err_str(&e, d.cfg.path[0] && e.line ? d.cfg.path : NULL, buf, sizeof buf));
+out_quiet:
+    status = 1;
+cleanup:
+    if (d.http) gx_http_stop(d.http);
+    if (sfd >= 0) close(sfd);
+    gx_d_free_all(&d);
+    gx_engine_free(d.eng);
+    gx_auth_free(d.auth);
+    gx_store_close(d.store);
+    gx_loop_free(d.loop);
+    json_decref(d.objects);
+    gx_config_free(&d.cfg);
+    if (lockfd >= 0) close(lockfd);
+    return status;
+}

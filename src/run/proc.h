@@ -1,0 +1,57 @@
+/* proc: start, watch, signal and re-adopt workload processes.
+ * Owns: the fork/exec dance, the per-pod shim that records the exit status, and
+ * process identity checks after a daemon restart.
+ * Must not: know workloads, queues or HTTP.
+ *
+ * Each pod runs as:  daemon -> shim (new session and process group) -> command.
+ * The shim ignores SIGTERM/SIGINT/SIGHUP, waits for the command and writes its exit
+ * status to a file before it exits with the same status. So the status survives
+ * a daemon crash or restart (the shim is re-adopted by pid + start time, and its
+ * file read once it is gone), and a signal sent to the process group reaches the
+ * command and everything it started. */
+#ifndef GX_PROC_H
+#define GX_PROC_H
+#include <stdint.h>
+#include <sys/types.h>
+#include "lib/err.h"
+
+typedef struct gx_proc_spec {
+    char *const *argv;      /* argv[0] is searched in PATH */
+    char *const *envp;      /* the complete environment of the command */
+    const char *cwd;        /* working directory (must exist) */
+    const char *log_path;   /* stdout and stderr are appended here */
+    const char *exit_path;  /* the shim writes "exit N" or "signal N" here */
+} gx_proc_spec;
+
+typedef struct gx_proc {
+    pid_t pid;              /* the shim; also the process group id */
+    uint64_t start_time;    /* /proc/<pid>/stat starttime: tells a reused pid apart */
+    int pidfd;              /* readable once the shim has exited; -1 when unavailable */
+    int is_child;           /* started by this daemon process (so it must be reaped) */
+} gx_proc;
+
+/* Start the command. Returns 0, or -1 with err when it could not be started at all
+ * (e.g. "cannot run \"trian.py\": No such file or directory"). */
+int gx_proc_start(const gx_proc_spec *spec, gx_proc *out, gx_err *err);
+
+/* Re-attach to a shim started by an earlier daemon. 0 when that very process is
+ * still alive, -1 when it is gone (or the pid now belongs to someone else). */
+int gx_proc_adopt(pid_t pid, uint64_t start_time, gx_proc *out);
+
+/* Send sig to the whole process group. */
+int gx_proc_signal(const gx_proc *p, int sig);
+
+/* Non-blocking: 1 when the shim has exited (reaping it if it is our child), 0 when it
+ * is still running. */
+int gx_proc_exited(gx_proc *p);
+
+/* After exit: read the recorded status. *code is the exit code, or 128+N for signal N;
+ * returns -1 when the shim left no record (it was killed itself). */
+int gx_proc_read_status(const char *exit_path, int *code, int *signal_no);
+
+void gx_proc_close(gx_proc *p);
+
+/* /proc/<pid>/stat start time, or 0 when the process does not exist. */
+uint64_t gx_proc_start_time(pid_t pid);
+
+#endif

@@ -1,0 +1,319 @@
+/* store: SQLite in WAL mode under the data directory.
+ * Owns: the connection, migrations (PRAGMA user_version), and the statements.
+ * Must not: be called from src/core; log secrets (only token hashes reach it).
+ * Durability: synchronous=FULL in WAL mode, so a committed transaction survives a
+ * power cut, not only a process crash; a workload change is a few rows, so the
+ * fsync per commit is cheap next to the HTTP round trip it acknowledges. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sqlite3.h>
+#include "store/store.h"
+
+struct gx_store {
+    sqlite3 *db;
+};
+
+/* Each entry moves the schema from version i to i+1. Append only, never edit. */
+static const char *const migrations[] = {
+    /* 1: the first schema */
+    "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);"
+    "CREATE TABLE objects ("
+    "  seq INTEGER PRIMARY KEY AUTOINCREMENT,"
+    "  kind TEXT NOT NULL, namespace TEXT NOT NULL, name TEXT NOT NULL,"
+    "  manifest TEXT NOT NULL, created_ms INTEGER NOT NULL, updated_ms INTEGER NOT NULL,"
+    "  UNIQUE (kind, namespace, name));"
+    "CREATE TABLE workloads ("
+    "  seq INTEGER PRIMARY KEY AUTOINCREMENT,"
+    "  namespace TEXT NOT NULL, name TEXT NOT NULL,"
+    "  manifest TEXT NOT NULL, status TEXT NOT NULL, run TEXT NOT NULL,"
+    "  created_ms INTEGER NOT NULL, updated_ms INTEGER NOT NULL,"
+    "  UNIQUE (namespace, name));"
+    "CREATE TABLE users ("
+    "  name TEXT PRIMARY KEY, admin INTEGER NOT NULL, namespaces TEXT NOT NULL,"
+    "  created_ms INTEGER NOT NULL);"
+    "CREATE TABLE tokens ("
+    "  id TEXT PRIMARY KEY, user TEXT NOT NULL REFERENCES users(name) ON DELETE CASCADE,"
+    "  hash BLOB NOT NULL, created_ms INTEGER NOT NULL);",
+};
+#define N_MIGRATIONS ((int)(sizeof migrations / sizeof migrations[0]))
+
+static int sqlerr(gx_store *s, gx_err *err, const char *what)
+{
+    return gx_errf(err, 500, "", "store: %s: %s", what, sqlite3_errmsg(s->db));
+}
+
+static int exec(gx_store *s, const char *sql, gx_err *err)
+{
+    char *msg = NULL;
+    if (sqlite3_exec(s->db, sql, NULL, NULL, &msg) != SQLITE_OK) {
+        gx_errf(err, 500, "", "store: %s", msg ? msg : "error");
+        sqlite3_free(msg);
+        return -1;
+    }
+    return 0;
+}
+
+int gx_store_schema_version(gx_store *s)
+{
+    sqlite3_stmt *st;
+    int v = -1;
+    if (sqlite3_prepare_v2(s->db, "PRAGMA user_version", -1, &st, NULL) == SQLITE_OK) {
+        if (sqlite3_step(st) == SQLITE_ROW) v = sqlite3_column_int(st, 0);
+        sqlite3_finalize(st);
+    }
+    return v;
+}
+
+static int migrate(gx_store *s, gx_err *err)
+{
+    int v = gx_store_schema_version(s);
+    if (v < 0) return sqlerr(s, err, "reading schema version");
+    if (v > N_MIGRATIONS)
+        return gx_errf(err, 500, "", "store: database schema version %d is newer than this gpuaas (%d); "
+                       "use a newer binary", v, N_MIGRATIONS);
+    for (; v < N_MIGRATIONS; v++) {
+        char pragma[64];
+        snprintf(pragma, sizeof pragma, "PRAGMA user_version = %d;", v + 1);
+        if (exec(s, "BEGIN IMMEDIATE", err)) return -1;
+        if (exec(s, migrations[v], err) || exec(s, pragma, err)) {
+            exec(s, "ROLLBACK", NULL);
+            return -1;
+        }
+        if (exec(s, "COMMIT", err)) return -1;
+    }
+    return 0;
+}
+
+gx_store *gx_store_open(const char *dir, gx_err *err)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/gpuaas.db", dir);
+    gx_store *s = calloc(1, sizeof *s);
+    if (!s) { gx_errf(err, 500, "", "out of memory"); return NULL; }
+    if (sqlite3_open_v2(path, &s->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK) {
+        gx_errf(err, 500, "", "cannot open %s: %s", path, s->db ? sqlite3_errmsg(s->db) : "out of memory");
+        gx_store_close(s);
+        return NULL;
+    }
+    sqlite3_busy_timeout(s->db, 5000);
+    if (exec(s, "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON;", err) ||
+        migrate(s, err)) {
+        gx_store_close(s);
+        return NULL;
+    }
+    return s;
+}
+
+void gx_store_close(gx_store *s)
+{
+    if (!s) return;
+    sqlite3_close(s->db);
+    free(s);
+}
+
+int gx_store_begin(gx_store *s, gx_err *err) { return exec(s, "BEGIN IMMEDIATE", err); }
+int gx_store_commit(gx_store *s, gx_err *err) { return exec(s, "COMMIT", err); }
+void gx_store_rollback(gx_store *s) { exec(s, "ROLLBACK", NULL); }
+
+/* Prepare, bind text/int64/blob arguments described by fmt ('s', 'i', 'b' = ptr+len), step
+ * once, finalize. For writes: returns 0 or -1. */
+static int run(gx_store *s, gx_err *err, const char *sql, const char *fmt, ...)
+{
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(s->db, sql, -1, &st, NULL) != SQLITE_OK) return sqlerr(s, err, "prepare");
+    va_list ap;
+    va_start(ap, fmt);
+    int idx = 1;
+    for (const char *f = fmt; *f; f++, idx++) {
+        if (*f == 's') sqlite3_bind_text(st, idx, va_arg(ap, const char *), -1, SQLITE_TRANSIENT);
+        else if (*f == 'i') sqlite3_bind_int64(st, idx, va_arg(ap, int64_t));
+        else if (*f == 'b') {
+            const void *p = va_arg(ap, const void *);
+            int n = (int)va_arg(ap, size_t);
+            sqlite3_bind_blob(st, idx, p, n, SQLITE_TRANSIENT);
+        }
+    }
+    va_end(ap);
+    int rc = sqlite3_step(st);
+    sqlite3_finalize(st);
+    if (rc != SQLITE_DONE) return sqlerr(s, err, "write");
+    return 0;
+}
+
+static char *dump(const json_t *v)
+{
+    char *p = json_dumps(v ? v : json_null(), JSON_COMPACT | JSON_ENCODE_ANY);
+    if (!p) abort();
+    return p;
+}
+
+static json_t *load_col(sqlite3_stmt *st, int col)
+{
+    const char *t = (const char *)sqlite3_column_text(st, col);
+    json_t *v = t ? json_loads(t, JSON_DECODE_ANY, NULL) : NULL;
+    return v ? v : json_null();
+}
+
+int gx_store_put_object(gx_store *s, const char *kind, const char *ns, const char *name,
+                        const json_t *manifest, int64_t now_ms, gx_err *err)
+{
+    char *m = dump(manifest);
+    int rc = run(s, err,
+                 "INSERT INTO objects (kind, namespace, name, manifest, created_ms, updated_ms) "
+                 "VALUES (?1, ?2, ?3, ?4, ?5, ?5) ON CONFLICT (kind, namespace, name) "
+                 "DO UPDATE SET manifest = excluded.manifest, updated_ms = excluded.updated_ms",
+                 "ssssi", kind, ns ? ns : "", name, m, now_ms);
+    free(m);
+    return rc;
+}
+
+int gx_store_delete_object(gx_store *s, const char *kind, const char *ns, const char *name, gx_err *err)
+{
+    return run(s, err, "DELETE FROM objects WHERE kind = ?1 AND namespace = ?2 AND name = ?3",
+               "sss", kind, ns ? ns : "", name);
+}
+
+json_t *gx_store_objects(gx_store *s, gx_err *err)
+{
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(s->db, "SELECT kind, namespace, name, manifest FROM objects ORDER BY seq",
+                           -1, &st, NULL) != SQLITE_OK) { sqlerr(s, err, "prepare"); return NULL; }
+    json_t *out = json_array();
+    while (sqlite3_step(st) == SQLITE_ROW)
+        json_array_append_new(out, json_pack("{s:s,s:s,s:s,s:o}",
+            "kind", sqlite3_column_text(st, 0), "namespace", sqlite3_column_text(st, 1),
+            "name", sqlite3_column_text(st, 2), "manifest", load_col(st, 3)));
+    sqlite3_finalize(st);
+    return out;
+}
+
+int gx_store_put_workload(gx_store *s, const char *ns, const char *name, const json_t *manifest,
+                          const json_t *status, const json_t *run_rec, int64_t now_ms, gx_err *err)
+{
+    char *m = dump(manifest), *st = dump(status), *r = dump(run_rec);
+    int rc = run(s, err,
+                 "INSERT INTO workloads (namespace, name, manifest, status, run, created_ms, updated_ms) "
+                 "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6)",
+                 "sssssi", ns, name, m, st, r, now_ms);
+    if (rc && sqlite3_extended_errcode(s->db) == SQLITE_CONSTRAINT_UNIQUE)
+        gx_errf(err, 409, "metadata.name", "workload %s/%s already exists", ns, name);
+    free(m);
+    free(st);
+    free(r);
+    return rc;
+}
+
+int gx_store_update_workload(gx_store *s, const char *ns, const char *name,
+                             const json_t *status, const json_t *run_rec, int64_t now_ms, gx_err *err)
+{
+    char *st = dump(status), *r = dump(run_rec);
+    int rc = run(s, err, "UPDATE workloads SET status = ?3, run = ?4, updated_ms = ?5 "
+                         "WHERE namespace = ?1 AND name = ?2",
+                 "ssssi", ns, name, st, r, now_ms);
+    free(st);
+    free(r);
+    return rc;
+}
+
+int gx_store_delete_workload(gx_store *s, const char *ns, const char *name, gx_err *err)
+{
+    return run(s, err, "DELETE FROM workloads WHERE namespace = ?1 AND name = ?2", "ss", ns, name);
+}
+
+json_t *gx_store_workloads(gx_store *s, gx_err *err)
+{
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(s->db, "SELECT namespace, name, manifest, status, run FROM workloads ORDER BY seq",
+                           -1, &st, NULL) != SQLITE_OK) { sqlerr(s, err, "prepare"); return NULL; }
+    json_t *out = json_array();
+    while (sqlite3_step(st) == SQLITE_ROW)
+        json_array_append_new(out, json_pack("{s:s,s:s,s:o,s:o,s:o}",
+            "namespace", sqlite3_column_text(st, 0), "name", sqlite3_column_text(st, 1),
+            "manifest", load_col(st, 2), "status", load_col(st, 3), "run", load_col(st, 4)));
+    sqlite3_finalize(st);
+    return out;
+}
+
+int gx_store_put_user(gx_store *s, const char *name, int admin, const json_t *namespaces,
+                      int64_t now_ms, gx_err *err)
+{
+    char *n = dump(namespaces);
+    int rc = run(s, err, "INSERT INTO users (name, admin, namespaces, created_ms) VALUES (?1, ?2, ?3, ?4)",
+                 "sisi", name, (int64_t)admin, n, now_ms);
+    if (rc && sqlite3_extended_errcode(s->db) == SQLITE_CONSTRAINT_PRIMARYKEY)
+        gx_errf(err, 409, "name", "user %s already exists", name);
+    free(n);
+    return rc;
+}
+
+int gx_store_delete_user(gx_store *s, const char *name, gx_err *err)
+{
+    return run(s, err, "DELETE FROM users WHERE name = ?1", "s", name);
+}
+
+json_t *gx_store_users(gx_store *s, gx_err *err)
+{
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(s->db, "SELECT name, admin, namespaces, created_ms FROM users ORDER BY name",
+                           -1, &st, NULL) != SQLITE_OK) { sqlerr(s, err, "prepare"); return NULL; }
+    json_t *out = json_array();
+    while (sqlite3_step(st) == SQLITE_ROW)
+        json_array_append_new(out, json_pack("{s:s,s:b,s:o,s:I}",
+            "name", sqlite3_column_text(st, 0), "admin", sqlite3_column_int(st, 1),
+            "namespaces", load_col(st, 2), "createdMs", (json_int_t)sqlite3_column_int64(st, 3)));
+    sqlite3_finalize(st);
+    return out;
+}
+
+int gx_store_put_token(gx_store *s, const char *id, const char *user, const unsigned char *hash,
+                       size_t hash_len, int64_t now_ms, gx_err *err)
+{
+    return run(s, err, "INSERT INTO tokens (id, user, hash, created_ms) VALUES (?1, ?2, ?3, ?4)",
+               "ssbi", id, user, (const void *)hash, hash_len, now_ms);
+}
+
+int gx_store_delete_tokens_of(gx_store *s, const char *user, gx_err *err)
+{
+    return run(s, err, "DELETE FROM tokens WHERE user = ?1", "s", user);
+}
+
+json_t *gx_store_tokens(gx_store *s, gx_err *err)
+{
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(s->db, "SELECT id, user, hash FROM tokens", -1, &st, NULL) != SQLITE_OK) {
+        sqlerr(s, err, "prepare");
+        return NULL;
+    }
+    json_t *out = json_array();
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        const unsigned char *h = sqlite3_column_blob(st, 2);
+        int n = sqlite3_column_bytes(st, 2);
+        char hex[129] = "";
+        for (int i = 0; i < n && i < 64; i++) snprintf(hex + 2 * i, 3, "%02x", h[i]);
+        json_array_append_new(out, json_pack("{s:s,s:s,s:s}", "id", sqlite3_column_text(st, 0),
+                                             "user", sqlite3_column_text(st, 1), "hash", hex));
+    }
+    sqlite3_finalize(st);
+    return out;
+}
+
+int gx_store_meta_get(gx_store *s, const char *key, char *out, size_t n)
+{
+    sqlite3_stmt *st;
+    int rc = -1;
+    if (sqlite3_prepare_v2(s->db, "SELECT value FROM meta WHERE key = ?1", -1, &st, NULL) != SQLITE_OK) return -1;
+    sqlite3_bind_text(st, 1, key, -1, SQLITE_TRANSIENT);
+    if (sqlite3_step(st) == SQLITE_ROW) {
+        snprintf(out, n, "%s", (const char *)sqlite3_column_text(st, 0));
+        rc = 0;
+    }
+    sqlite3_finalize(st);
+    return rc;
+}
+
+int gx_store_meta_put(gx_store *s, const char *key, const char *value, gx_err *err)
+{
+    return run(s, err, "INSERT INTO meta (key, value) VALUES (?1, ?2) "
+                       "ON CONFLICT (key) DO UPDATE SET value = excluded.value", "ss", key, value);
+}

@@ -1,0 +1,56 @@
+/* store: the durable record of every object, workload, user and token (SQLite, WAL).
+ * Owns: the schema and its migrations, and every SQL statement of the daemon.
+ * Must not: know HTTP or the engine; it stores JSON documents and small records.
+ * Every write function commits before it returns (or is inside gx_store_begin/commit),
+ * so an answer sent after it returns describes durable state. */
+#ifndef GX_STORE_H
+#define GX_STORE_H
+#include <stdint.h>
+#include <jansson.h>
+#include "lib/err.h"
+
+typedef struct gx_store gx_store;
+
+/* Open (creating) <dir>/gpuaas.db, WAL mode, migrate to the current schema. */
+gx_store *gx_store_open(const char *dir, gx_err *err);
+void gx_store_close(gx_store *s);
+int gx_store_schema_version(gx_store *s);
+
+/* Explicit transactions around several writes; nesting is not supported. */
+int gx_store_begin(gx_store *s, gx_err *err);
+int gx_store_commit(gx_store *s, gx_err *err);
+void gx_store_rollback(gx_store *s);
+
+/* Configuration objects (Kueue kinds, Nodes), keyed by (kind, namespace, name). */
+int gx_store_put_object(gx_store *s, const char *kind, const char *ns, const char *name,
+                        const json_t *manifest, int64_t now_ms, gx_err *err);
+int gx_store_delete_object(gx_store *s, const char *kind, const char *ns, const char *name, gx_err *err);
+/* All objects as [{"kind","namespace","name","manifest"}] in insertion order. */
+json_t *gx_store_objects(gx_store *s, gx_err *err);
+
+/* Workloads: the manifest as submitted, the engine's status, the daemon's run record. */
+int gx_store_put_workload(gx_store *s, const char *ns, const char *name, const json_t *manifest,
+                          const json_t *status, const json_t *run, int64_t now_ms, gx_err *err);
+int gx_store_update_workload(gx_store *s, const char *ns, const char *name,
+                             const json_t *status, const json_t *run, int64_t now_ms, gx_err *err);
+int gx_store_delete_workload(gx_store *s, const char *ns, const char *name, gx_err *err);
+/* [{"namespace","name","manifest","status","run"}] in submission order. */
+json_t *gx_store_workloads(gx_store *s, gx_err *err);
+
+/* Users and their API tokens (hashes only). */
+int gx_store_put_user(gx_store *s, const char *name, int admin, const json_t *namespaces,
+                      int64_t now_ms, gx_err *err);
+int gx_store_delete_user(gx_store *s, const char *name, gx_err *err);
+/* [{"name","admin","namespaces","createdAt"}] */
+json_t *gx_store_users(gx_store *s, gx_err *err);
+int gx_store_put_token(gx_store *s, const char *id, const char *user, const unsigned char *hash,
+                       size_t hash_len, int64_t now_ms, gx_err *err);
+int gx_store_delete_tokens_of(gx_store *s, const char *user, gx_err *err);
+/* [{"id","user","hash": hex}] */
+json_t *gx_store_tokens(gx_store *s, gx_err *err);
+
+/* Small key/value settings (e.g. the schema's own bookkeeping). */
+int gx_store_meta_get(gx_store *s, const char *key, char *out, size_t n);
+int gx_store_meta_put(gx_store *s, const char *key, const char *value, gx_err *err);
+
+#endif
