@@ -8,7 +8,7 @@ PKGS=(
   build-essential pkg-config clang
   libmicrohttpd-dev libcurl4-openssl-dev libjansson-dev libyaml-dev
   libsqlite3-dev libsodium-dev libcriterion-dev
-  curl procps
+  curl procps jq
 )
 
 missing=()

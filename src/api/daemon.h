@@ -60,6 +60,7 @@ typedef struct gx_daemon {
     int ready;
     char log_dir[PATH_MAX], run_dir[PATH_MAX];
     int64_t next_timer_check;
+    int64_t engine_wake;   /* when the engine has timed work (max execution time), 0 none */
     uint64_t http_requests;
 } gx_daemon;
 

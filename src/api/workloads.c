@@ -552,7 +552,7 @@ int64_t gx_d_tick(gx_daemon *d)
 {
     int64_t now = gx_loop_now(d->loop);
     if (d->next_timer_check && d->next_timer_check <= now) timed_work(d, now);
-    if (d->dirty || gx_engine_next_wakeup(d->eng, now) <= now) {
+    if (d->dirty || (d->engine_wake && d->engine_wake <= now)) {
         d->dirty = 0;
         gx_action *acts = NULL;
         size_t n = gx_engine_schedule(d->eng, now, &acts);
@@ -566,6 +566,7 @@ int64_t gx_d_tick(gx_daemon *d)
     }
     int64_t sleep = -1;
     int64_t wake = gx_engine_next_wakeup(d->eng, now);
+    d->engine_wake = wake == INT64_MAX ? 0 : wake;
     if (wake != INT64_MAX) sleep = wake > now ? wake - now : 0;
     if (d->next_timer_check) {
         int64_t t = d->next_timer_check > now ? d->next_timer_check - now : 0;
@@ -586,8 +587,9 @@ int gx_d_submit(gx_daemon *d, const json_t *manifest, const char *unused, json_t
     gx_wl *w = wl_new(manifest, err);
     if (!w) return -1;
     if (wl_get(d, w->key)) {
+        gx_errf(err, 409, "metadata.name", "workload %s already exists", w->key);
         wl_free(d, w);
-        return gx_errf(err, 409, "metadata.name", "workload %s already exists", w->key);
+        return -1;
     }
     if (gx_engine_submit(d->eng, w->manifest, now, err)) { wl_free(d, w); return -1; }
     json_t *st = gx_engine_workload(d->eng, w->key, now), *run = run_record(w);

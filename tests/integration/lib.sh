@@ -1,0 +1,131 @@
+#!/usr/bin/env bash
+# Shared helpers for the integration tests: each test starts the real daemon on a
+# free loopback port with a temporary data directory and drives it with curl and
+# the CLI. Sourced by tests/integration/*.sh; every test prints "ok NAME" or
+# "FAIL NAME: why" lines and exits non-zero when anything failed.
+set -uo pipefail
+
+: "${GPUAAS_BIN:?set GPUAAS_BIN to the gpuaas binary}"
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+ROOT=$(cd "$HERE/../.." && pwd)
+FAILS=0
+PASSES=0
+TMP=$(mktemp -d /tmp/gpuaas-it.XXXXXX)
+DAEMON_PID=""
+
+ok()   { echo "ok $*"; PASSES=$((PASSES + 1)); }
+fail() { echo "FAIL $*"; FAILS=$((FAILS + 1)); }
+# check NAME CMD...: ok when CMD succeeds
+check() { local name=$1; shift; if "$@" >/dev/null 2>&1; then ok "$name"; else fail "$name: $*"; fi; }
+# expect_eq NAME GOT WANT
+expect_eq() { if [[ "$2" == "$3" ]]; then ok "$1"; else fail "$1: got '$2', want '$3'"; fi; }
+# expect_match NAME TEXT REGEX
+expect_match() { if [[ "$2" =~ $3 ]]; then ok "$1"; else fail "$1: '$2' does not match /$3/"; fi; }
+
+# write_config NAME [NODE_FILE] [MANIFEST...]: a gpuaas.yaml in $TMP listening on port 0
+write_config() {
+  local cfg=$TMP/$1.yaml node=${2:-$ROOT/examples/demo/node.yaml}; shift 2 || shift $#
+  {
+    echo "apiVersion: gpuaas.dev/v1alpha1"
+    echo "kind: ServerConfig"
+    echo "listen: 127.0.0.1:0"
+    echo "dataDir: $TMP/data"
+    echo "inventory: {source: simulated, nodes: $node}"
+    if (($#)); then echo "manifests:"; for m in "$@"; do echo "- $m"; done; fi
+    echo "limits: {maxBodyBytes: ${MAX_BODY:-65536}}"
+  } > "$cfg"
+  echo "$cfg"
+}
+
+# start_daemon CONFIG: start, wait until it serves, export GPUAAS_SERVER/TOKEN (first start)
+start_daemon() {
+  local cfg=$1
+  rm -f "$TMP/data/serve.json"
+  "$GPUAAS_BIN" serve --config "$cfg" >>"$TMP/serve.log" 2>&1 &
+  DAEMON_PID=$!
+  for _ in $(seq 1 100); do
+    [[ -s "$TMP/data/serve.json" ]] && break
+    if ! kill -0 "$DAEMON_PID" 2>/dev/null; then echo "daemon died:"; cat "$TMP/serve.log"; return 1; fi
+    sleep 0.1
+  done
+  export GPUAAS_SERVER
+  GPUAAS_SERVER=$(jq -r .url "$TMP/data/serve.json")
+  local t
+  t=$(grep -o 'gpt_[A-Za-z0-9_]*' "$TMP/serve.log" | tail -1)
+  if [[ -z "${ADMIN_TOKEN:-}" ]]; then ADMIN_TOKEN=$t; fi
+  export GPUAAS_TOKEN=$ADMIN_TOKEN
+}
+
+stop_daemon() {   # polite stop
+  [[ -n "$DAEMON_PID" ]] || return 0
+  kill -TERM "$DAEMON_PID" 2>/dev/null
+  wait "$DAEMON_PID" 2>/dev/null
+  DAEMON_PID=""
+}
+
+crash_daemon() {  # kill -9
+  [[ -n "$DAEMON_PID" ]] || return 0
+  kill -KILL "$DAEMON_PID" 2>/dev/null
+  wait "$DAEMON_PID" 2>/dev/null
+  DAEMON_PID=""
+}
+
+# api METHOD PATH [CURL ARGS...]: prints the body, then the status on the last line
+api() {
+  local m=$1 p=$2; shift 2
+  curl -s -X "$m" -H "Authorization: Bearer ${TOKEN:-$GPUAAS_TOKEN}" -w '\n%{http_code}' "$@" "$GPUAAS_SERVER$p"
+}
+status_of() { tail -n1 <<<"$1"; }
+body_of()   { sed '$d' <<<"$1"; }
+
+# wl_field KEY JQ: one field of a workload as the admin sees it
+wl_field() { api GET "/api/v1/workloads/$1" | sed '$d' | jq -r "$2"; }
+
+# wait_phase KEY PHASE [SECONDS]
+wait_phase() {
+  local key=$1 want=$2 secs=${3:-20} got=""
+  for _ in $(seq 1 $((secs * 10))); do
+    got=$(wl_field "$key" .phase 2>/dev/null)
+    [[ "$got" == "$want" ]] && return 0
+    sleep 0.1
+  done
+  echo "  $key is '$got', not '$want' after ${secs}s" >&2
+  return 1
+}
+
+# job NAME NS QUEUE GPUS SCRIPT [EXTRA LABEL LINES] : a batch/v1 Job on stdout
+job() {
+  local name=$1 ns=$2 queue=$3 gpus=$4 script=$5 labels=${6:-}
+  cat <<YAML
+apiVersion: batch/v1
+kind: Job
+metadata:
+  name: $name
+  namespace: $ns
+  labels:
+    kueue.x-k8s.io/queue-name: $queue
+$labels
+spec:
+  backoffLimit: 0
+  template:
+    spec:
+      terminationGracePeriodSeconds: ${GRACE:-2}
+      containers:
+      - name: main
+        image: busybox
+        command: ["sh", "-c", $(jq -Rn --arg s "$script" '$s')]
+        resources:
+          requests:
+            cpu: "1"
+            nvidia.com/gpu: "$gpus"
+YAML
+}
+
+finish() {
+  stop_daemon
+  # stop anything a test left running (the shims live in their own sessions)
+  pkill -f "$TMP" 2>/dev/null || true
+  rm -rf "$TMP"
+  echo "$PASSES passed, $FAILS failed"
+  ((FAILS == 0))
+}

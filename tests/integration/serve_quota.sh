@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# Quota: with one GPU of nominal quota and no cohort, a second one-GPU job waits,
+# with its reason and queue position, until the first ends; priority orders the queue.
+source "$(dirname "$0")/lib.sh"
+G=$GPUAAS_BIN
+cat > "$TMP/queues.yaml" <<'YAML'
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ResourceFlavor
+metadata: {name: h100}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ClusterQueue
+metadata: {name: solo}
+spec:
+  namespaceSelector: {}
+  queueingStrategy: StrictFIFO
+  resourceGroups:
+  - coveredResources: [cpu, nvidia.com/gpu]
+    flavors:
+    - name: h100
+      resources:
+      - {name: cpu, nominalQuota: "8"}
+      - {name: nvidia.com/gpu, nominalQuota: "1"}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: LocalQueue
+metadata: {name: q, namespace: lab}
+spec: {clusterQueue: solo}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: WorkloadPriorityClass
+metadata: {name: urgent}
+value: 1000
+YAML
+cfg=$(write_config quota "$ROOT/examples/demo/node.yaml" "$TMP/queues.yaml")
+start_daemon "$cfg" || { fail "daemon start"; finish; exit 1; }
+
+job first lab q 1 'sleep 2' > "$TMP/first.yaml"
+job second lab q 1 'echo second ran' > "$TMP/second.yaml"
+job third lab q 1 'echo third ran' '    kueue.x-k8s.io/priority-class: urgent' > "$TMP/third.yaml"
+"$G" submit -f "$TMP/first.yaml" >/dev/null
+wait_phase lab/first Running 10 >/dev/null
+"$G" submit -f "$TMP/second.yaml" >/dev/null
+sleep 0.3
+"$G" submit -f "$TMP/third.yaml" >/dev/null
+sleep 0.5
+expect_eq "second waits for quota" "$(wl_field lab/second .phase)" Pending
+expect_match "pending reason names the quota" "$(wl_field lab/second .message)" "nvidia.com/gpu"
+expect_eq "higher priority goes first in the queue" "$(wl_field lab/third .positionInClusterQueue)" 0
+expect_eq "second is behind it" "$(wl_field lab/second .positionInClusterQueue)" 1
+expect_eq "queue counts two pending" "$(api GET /api/v1/clusterqueues/solo | sed '$d' | jq .pendingWorkloads)" 2
+expect_match "ls shows the position" "$("$G" ls -n lab 2>&1)" "second .*Pending"
+check "first finishes" wait_phase lab/first Succeeded 10
+check "then the urgent one runs" wait_phase lab/third Succeeded 10
+check "then the second one" wait_phase lab/second Succeeded 10
+t3=$(wl_field lab/third .admittedAt); t2=$(wl_field lab/second .admittedAt)
+expect_eq "admission order follows priority" "$([[ "$t3" < "$t2" || "$t3" == "$t2" ]] && echo yes)" yes
+finish
