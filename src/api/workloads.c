@@ -712,7 +712,7 @@ static void add_phase(gx_daemon *d, json_t *v)
         char t1[40], t2[40];
         gx_fmt_time(p->started_ms, t1, sizeof t1);
         gx_fmt_time(p->finished_ms, t2, sizeof t2);
-        json_t *po = json_pack("{s:i,s:i,s:s,s:s,s:s}", "index", p->index, "pid", (int)p->proc.pid,
+        json_t *po = json_pack("{s:i,s:i,s:i,s:s,s:s,s:s}", "index", p->index, "slot", p->slot, "pid", (int)p->proc.pid,
                                "state", p->alive ? "Running" : (p->exit_code == 0 ? "Succeeded" : "Failed"),
                                "startedAt", t1, "devices", p->devices);
         if (!p->alive) {

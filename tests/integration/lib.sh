@@ -123,6 +123,9 @@ YAML
 
 finish() {
   stop_daemon
+  if ((FAILS > 0)) && [[ -f "$TMP/serve.log" ]]; then
+    echo "--- daemon log (last 80 lines) ---"; tail -n 80 "$TMP/serve.log"; echo "---"
+  fi
   # stop anything a test left running (the shims live in their own sessions)
   pkill -f "$TMP" 2>/dev/null || true
   rm -rf "$TMP"

@@ -28,7 +28,7 @@ expect_eq "finished condition" "$(wl_field team-a/hello '[.conditions[].type] | 
 ls_out=$("$G" ls 2>&1)
 expect_match "ls has a header" "$ls_out" "NAMESPACE +NAME +QUEUE +PRIORITY +STATE"
 expect_match "ls lists the job as Succeeded" "$ls_out" "team-a +hello +main .*Succeeded"
-expect_eq "ls -o json is JSON" "$("$G" ls -o json | jq -r '.[0].name // .items[0].name')" hello
+expect_eq "ls -o json is JSON" "$("$G" ls -o json | jq -r 'if type == "array" then .[0].name else .items[0].name end')" hello
 show=$("$G" show team-a/hello 2>&1)
 expect_match "show has conditions with reasons" "$show" "QuotaReserved"
 expect_match "show has devices" "$show" "GPU-5d1e0a7c"

@@ -35,7 +35,7 @@ YAML
 cfg=$(write_config quota "$ROOT/examples/demo/node.yaml" "$TMP/queues.yaml")
 start_daemon "$cfg" || { fail "daemon start"; finish; exit 1; }
 
-job first lab q 1 'sleep 2' > "$TMP/first.yaml"
+job first lab q 1 'sleep 5' > "$TMP/first.yaml"
 job second lab q 1 'echo second ran' > "$TMP/second.yaml"
 job third lab q 1 'echo third ran' '    kueue.x-k8s.io/priority-class: urgent' > "$TMP/third.yaml"
 "$G" submit -f "$TMP/first.yaml" >/dev/null

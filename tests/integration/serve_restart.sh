@@ -8,7 +8,7 @@ G=$GPUAAS_BIN
 cfg=$(write_config restart "$ROOT/examples/demo/node.yaml" "$ROOT/examples/demo/queues.yaml")
 start_daemon "$cfg" || { fail "daemon start"; finish; exit 1; }
 
-job survivor team-a main 1 'for i in 1 2 3 4 5 6; do echo tick-$i; sleep 0.5; done' > "$TMP/survivor.yaml"
+job survivor team-a main 1 'for i in 1 2 3 4 5 6; do echo tick-$i; sleep 1; done' > "$TMP/survivor.yaml"
 job quick team-b main 1 'echo quick-start; sleep 1; echo quick-end' > "$TMP/quick.yaml"
 job done-before team-b main 0 'echo early' > "$TMP/early.yaml"
 "$G" submit -f "$TMP/early.yaml" >/dev/null

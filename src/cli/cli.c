@@ -1,0 +1,317 @@
+/* cli: dispatch of the client commands, their help texts, and what they share
+ * (server and token resolution, -o, namespaces of references).
+ * Owns: the table of commands: name, synopsis, options, examples. Help is printed
+ * from the same tables the parser reads, so the two cannot disagree.
+ * Must not: call an endpoint itself (the cmd_*.c files do) or exit(). */
+#include <ctype.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <curl/curl.h>
+#include "cli/cli.h"
+#include "cli/cmd.h"
+#include "cli/fmt.h"
+
+static const gx_cli_opt common_opts[] = {
+    {"server", 0, "URL", "daemon address (default: $GPUAAS_SERVER, else " GX_CLI_DEFAULT_SERVER ")"},
+    {"token", 0, "TOKEN", "API token (default: $GPUAAS_TOKEN)"},
+    {"token-file", 0, "FILE", "read the API token from the first line of FILE"},
+    {"help", 'h', NULL, "show this help and exit"},
+    {0},
+};
+static const gx_cli_opt output_opts[] = {
+    {"output", 'o', "FORMAT", "table (default), wide, json or yaml"},
+    {0},
+};
+
+static const gx_cli_opt files_opts[] = {
+    {"filename", 'f', "FILE", "manifest file (YAML or JSON, one or more documents); - reads stdin; repeat for more files"},
+    {0},
+};
+static const gx_cli_opt ls_opts[] = {
+    {"namespace", 'n', "NS", "only workloads of namespace NS (default: $GPUAAS_NAMESPACE, else all you can see)"},
+    {"all-namespaces", 'A', NULL, "every namespace you can see (ignores $GPUAAS_NAMESPACE)"},
+    {"state", 0, "S", "only this state: Pending, Admitted, Finished, Deactivated, or phase Running, Succeeded, Failed, Terminating"},
+    {"queue", 0, "Q", "only workloads of LocalQueue Q"},
+    {"cluster-queue", 0, "CQ", "only workloads of ClusterQueue CQ"},
+    {0},
+};
+static const gx_cli_opt ns_opts[] = {
+    {"namespace", 'n', "NS", "namespace of a NAME given without NS/ (default: $GPUAAS_NAMESPACE, else your only namespace)"},
+    {0},
+};
+static const gx_cli_opt logs_opts[] = {
+    {"namespace", 'n', "NS", "namespace of a NAME given without NS/ (default: $GPUAAS_NAMESPACE, else your only namespace)"},
+    {"follow", 'f', NULL, "keep streaming new output until the workload ends (Ctrl-C stops)"},
+    {"pod", 0, "N", "only pod N (0-based index)"},
+    {0},
+};
+static const gx_cli_opt queues_opts[] = {
+    {"namespace", 'n', "NS", "only LocalQueues of namespace NS"},
+    {0},
+};
+static const gx_cli_opt get_opts[] = {
+    {"namespace", 'n', "NS", "namespace (localqueues, workloads)"},
+    {0},
+};
+static const gx_cli_opt users_create_opts[] = {
+    {"namespaces", 0, "A,B", "namespaces the user may use (comma-separated)"},
+    {"admin", 0, NULL, "make the user an administrator (all namespaces, apply, user management)"},
+    {0},
+};
+static const gx_cli_opt no_opts[] = {{0}};
+
+#define REF_DETAILS "A workload is named NS/NAME, or NAME with -n NS.\n"
+
+static const gx_cli_cmd commands[] = {
+    {"apply", "-f FILE [-f FILE...]", "create or update Kueue objects (queues, flavors, cohorts, priority classes, nodes) from files",
+     "Sends the documents to POST /api/v1/apply. Several YAML files go in one request, so\n"
+     "either all of them are applied or none; when one of them is JSON, each file is sent\n"
+     "on its own, in order. Admin only. A file may be at most 4 MiB.\n",
+     "gpuaas apply -f examples/demo/queues.yaml\ncat flavors.yaml | gpuaas apply -f -\n",
+     files_opts, 1, 0, 0, gx_cli_run_apply},
+    {"submit", "-f FILE [-f FILE...]", "submit batch/v1 Jobs or Kueue Workloads to their queues",
+     "Sends the documents to POST /api/v1/workloads and prints where each one stands.\n"
+     "The LocalQueue is the Job's kueue.x-k8s.io/queue-name label. Files as for apply.\n",
+     "gpuaas submit -f examples/demo/job.yaml\n", files_opts, 1, 0, 0, gx_cli_run_submit},
+    {"ls", "[-n NS | -A] [--state S] [--queue Q]", "list workloads with their state, queue position and why they wait",
+     "Columns: NAMESPACE NAME QUEUE PRIORITY STATE AGE GPUS POSITION REASON. STATE is the\n"
+     "phase (Running, Succeeded, ...); REASON says why a pending workload waits.\n"
+     "-o wide adds CLUSTERQUEUE and PRIORITYCLASS and does not shorten REASON.\n",
+     "gpuaas ls\ngpuaas ls -n team-a --state Pending\ngpuaas ls -A --queue main -o json\n",
+     ls_opts, 1, 0, 0, gx_cli_run_ls},
+    {"show", "NS/NAME", "describe one workload: queue, state, pods and devices, conditions",
+     REF_DETAILS, "gpuaas show team-a/train-1\ngpuaas show train-1 -n team-a -o yaml\n",
+     ns_opts, 1, 1, 1, gx_cli_run_show},
+    {"logs", "NS/NAME", "print a workload's output (all pods, or one with --pod)",
+     REF_DETAILS "With -f the output is streamed as it is written until the workload ends.\n",
+     "gpuaas logs team-a/train-1\ngpuaas logs -f --pod 0 team-a/train-1\n",
+     logs_opts, 0, 1, 1, gx_cli_run_logs},
+    {"cancel", "NS/NAME [NS/NAME...]", "cancel workloads (they become Deactivated)",
+     REF_DETAILS "Every workload named is cancelled even when one fails; the exit status is 1 if any failed.\n",
+     "gpuaas cancel team-a/train-1\ngpuaas cancel -n team-a train-1 train-2\n",
+     ns_opts, 1, 1, -1, gx_cli_run_cancel},
+    {"queues", "", "show ClusterQueues (quota and usage per flavor/resource) and LocalQueues",
+     "-o wide adds the borrowing and lending limits and whether the queue is active.\n",
+     "gpuaas queues\ngpuaas queues -n team-a -o yaml\n", queues_opts, 1, 0, 0, gx_cli_run_queues},
+    {"gpus", "", "list the GPUs of every node and the workloads using them", NULL,
+     "gpuaas gpus\ngpuaas gpus -o json\n", no_opts, 1, 0, 0, gx_cli_run_gpus},
+    {"get", "KIND [NAME]", "list objects of one kind, or one object by name",
+     "KIND is clusterqueues (cq), localqueues (lq), resourceflavors (rf), cohorts (co),\n"
+     "workloadpriorityclasses (wpc), workloads (wl), nodes (no) or users; singular forms work too.\n"
+     "A LocalQueue or workload NAME may be written NS/NAME.\n",
+     "gpuaas get cq\ngpuaas get rf h100 -o yaml\ngpuaas get lq -n team-a\n",
+     get_opts, 1, 1, 2, gx_cli_run_get},
+    {"users create", "NAME --namespaces A,B [--admin]", "create a user and print its token (admin)",
+     "The token is printed once and cannot be shown again.\n",
+     "gpuaas users create alice --namespaces team-a,team-b\n",
+     users_create_opts, 1, 1, 1, gx_cli_run_users_create},
+    {"users ls", "", "list users (admin)", NULL, "gpuaas users ls\n", no_opts, 1, 0, 0, gx_cli_run_users_ls},
+    {"users delete", "NAME", "delete a user; its tokens stop working at once (admin)", NULL,
+     "gpuaas users delete alice\n", no_opts, 1, 1, 1, gx_cli_run_users_delete},
+    {"whoami", "", "show who the token belongs to and what it may do", NULL,
+     "gpuaas whoami\nGPUAAS_TOKEN=gpt_... gpuaas whoami -o json\n", no_opts, 1, 0, 0, gx_cli_run_whoami},
+};
+#define NCOMMANDS (sizeof commands / sizeof commands[0])
+
+static void sets_of(const gx_cli_cmd *cmd, const gx_cli_opt *sets[4])
+{
+    int n = 0;
+    sets[n++] = cmd->opts;
+    if (cmd->output) sets[n++] = output_opts;
+    sets[n++] = common_opts;
+    sets[n] = NULL;
+}
+
+static void print_indented(FILE *f, const char *text, const char *indent)
+{
+    for (const char *p = text; *p;) {
+        const char *nl = strchr(p, '\n');
+        size_t l = nl ? (size_t)(nl - p) : strlen(p);
+        fprintf(f, "%s%.*s\n", indent, (int)l, p);
+        p += l + (nl != NULL);
+    }
+}
+
+static void cmd_usage(FILE *f, const gx_cli_cmd *cmd)
+{
+    const gx_cli_opt *sets[4];
+    sets_of(cmd, sets);
+    fprintf(f, "usage: gpuaas %s%s%s [options]\n\n", cmd->name, *cmd->synopsis ? " " : "", cmd->synopsis);
+    fprintf(f, "%c%s.\n", toupper((unsigned char)cmd->summary[0]), cmd->summary + 1);
+    if (cmd->details) {
+        fputc('\n', f);
+        print_indented(f, cmd->details, "");
+    }
+    fputc('\n', f);
+    gx_cli_opts_usage(f, sets);
+    fputs("\nEnvironment: GPUAAS_SERVER, GPUAAS_TOKEN, GPUAAS_NAMESPACE.\n\nExamples:\n", f);
+    print_indented(f, cmd->examples, "  ");
+}
+
+void gx_cli_usage(FILE *f)
+{
+    int users_done = 0;
+    for (size_t i = 0; i < NCOMMANDS; i++) {
+        const gx_cli_cmd *c = &commands[i];
+        if (!strncmp(c->name, "users ", 6)) {
+            if (!users_done++) fprintf(f, "  %-12s %s\n", "users", "create, list and delete users and their tokens (admin)");
+            continue;
+        }
+        fprintf(f, "  %-12s %s\n", c->name, c->summary);
+    }
+}
+
+int64_t gx_cli_now(const gx_cli_ctx *c)
+{
+    return c->http.date_ms ? c->http.date_ms : c->local_now_ms;
+}
+
+int gx_cli_usage_error(const gx_cli_ctx *c, const char *fmt, ...)
+{
+    va_list ap;
+    fprintf(stderr, "gpuaas %s: ", c->cmd->name);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputs("\n\n", stderr);
+    cmd_usage(stderr, c->cmd);
+    return 2;
+}
+
+const char *gx_cli_list_ns(const gx_cli_ctx *c)
+{
+    const char *ns = gx_cli_opt_get(&c->args, "namespace");
+    if (ns && *ns) return ns;
+    if (gx_cli_opt_has(&c->args, "all-namespaces")) return NULL;
+    const char *env = getenv("GPUAAS_NAMESPACE");
+    return env && *env ? env : NULL;
+}
+
+int gx_cli_ref(gx_cli_ctx *c, const char *arg, char *ns, size_t nsn, char *name, size_t namen)
+{
+    char err[256];
+    const char *flag = gx_cli_opt_get(&c->args, "namespace");
+    if (gx_cli_parse_ref(arg, flag, getenv("GPUAAS_NAMESPACE"), ns, nsn, name, namen, err, sizeof err))
+        return gx_cli_usage_error(c, "%s", err);
+    if (*ns) return 0;
+    /* A user with one namespace should not have to type it. */
+    if (!c->whoami && !(c->whoami = gx_cli_get(&c->http, "/api/v1/whoami"))) return 1;
+    const json_t *nss = json_object_get(c->whoami, "namespaces");
+    if (json_array_size(nss) == 1 && json_is_string(json_array_get(nss, 0))) {
+        snprintf(ns, nsn, "%s", json_string_value(json_array_get(nss, 0)));
+        return 0;
+    }
+    return gx_cli_usage_error(c, "which namespace is %s in? write NS/%s or pass -n NS (or set GPUAAS_NAMESPACE)", arg, arg);
+}
+
+int gx_cli_print_json(const gx_cli_ctx *c, const json_t *v)
+{
+    if (gx_cli_out_print(stdout, c->out, v)) {
+        fprintf(stderr, "error: cannot format the answer as %s\n", c->out == GX_CLI_OUT_YAML ? "YAML" : "JSON");
+        return 1;
+    }
+    return 0;
+}
+
+/* "users" alone or "users --help": the three subcommands. */
+static int users_usage(FILE *f, int rc)
+{
+    fputs("usage: gpuaas users create|ls|delete ...\n\n", f);
+    for (size_t i = 0; i < NCOMMANDS; i++)
+        if (!strncmp(commands[i].name, "users ", 6))
+            fprintf(f, "  gpuaas %-14s %s\n", commands[i].name, commands[i].summary);
+    fputs("\nEach takes --help.\n", f);
+    return rc;
+}
+
+static const gx_cli_cmd *lookup(int *argc, char ***argv, int *rc)
+{
+    const char *name = (*argv)[0];
+    char full[64];
+    if (!strcmp(name, "users")) {
+        if (*argc < 2) { *rc = users_usage(stderr, 2); return NULL; }
+        const char *sub = (*argv)[1];
+        if (!strcmp(sub, "-h") || !strcmp(sub, "--help") || !strcmp(sub, "help")) { *rc = users_usage(stdout, 0); return NULL; }
+        if (!strcmp(sub, "list")) sub = "ls";
+        if (!strcmp(sub, "rm")) sub = "delete";
+        snprintf(full, sizeof full, "users %s", sub);
+        name = full;
+        (*argc)--;
+        (*argv)++;
+    }
+    for (size_t i = 0; i < NCOMMANDS; i++)
+        if (!strcmp(commands[i].name, name)) return &commands[i];
+    if (name == full) {
+        fprintf(stderr, "gpuaas users: unknown subcommand '%s'\n\n", (*argv)[0]);
+        *rc = users_usage(stderr, 2);
+        return NULL;
+    }
+    *rc = -1;
+    return NULL;
+}
+
+static int wants_help(int argc, char **argv)
+{
+    for (int i = 1; i < argc && strcmp(argv[i], "--"); i++)
+        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) return 1;
+    return 0;
+}
+
+static int prepare(gx_cli_ctx *c, int argc, char **argv)
+{
+    const gx_cli_opt *sets[4];
+    sets_of(c->cmd, sets);
+    if (gx_cli_opts_parse(sets, argc, argv, &c->args)) return gx_cli_usage_error(c, "%s", c->args.err);
+    int np = c->args.npos;
+    if (np < c->cmd->min_pos)
+        return gx_cli_usage_error(c, "missing argument (%s)", *c->cmd->synopsis ? c->cmd->synopsis : "none expected");
+    if (c->cmd->max_pos >= 0 && np > c->cmd->max_pos)
+        return gx_cli_usage_error(c, "unexpected argument '%s'", c->args.pos[c->cmd->max_pos]);
+    if (gx_cli_out_parse(gx_cli_opt_get(&c->args, "output"), &c->out))
+        return gx_cli_usage_error(c, "unknown output format '%s' (table, wide, json, yaml)", gx_cli_opt_get(&c->args, "output"));
+    if (gx_cli_opt_has(&c->args, "token") && gx_cli_opt_has(&c->args, "token-file"))
+        return gx_cli_usage_error(c, "give --token or --token-file, not both");
+    char err[512];
+    if (gx_cli_http_init(&c->http, gx_cli_opt_get(&c->args, "server"), gx_cli_opt_get(&c->args, "token"),
+                         gx_cli_opt_get(&c->args, "token-file"), err, sizeof err)) {
+        fprintf(stderr, "error: %s\n", err);
+        return 1;
+    }
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    c->local_now_ms = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    return 0;
+}
+
+int gx_cli_main(int argc, char **argv)
+{
+    int rc = 0;
+    if (argc < 1) return -1;
+    const gx_cli_cmd *cmd = lookup(&argc, &argv, &rc);
+    if (!cmd) return rc;
+    gx_cli_ctx c;
+    memset(&c, 0, sizeof c);
+    c.cmd = cmd;
+    if (wants_help(argc, argv)) {
+        cmd_usage(stdout, cmd);
+        return 0;
+    }
+    if (curl_global_init(CURL_GLOBAL_DEFAULT)) {
+        fprintf(stderr, "error: cannot initialise libcurl\n");
+        return 1;
+    }
+    rc = prepare(&c, argc, argv);
+    if (!rc) rc = cmd->run(&c);
+    fflush(stdout);
+    if (ferror(stdout) && !rc) {
+        fprintf(stderr, "error: cannot write the output\n");
+        rc = 1;
+    }
+    json_decref(c.whoami);
+    gx_cli_http_free(&c.http);
+    gx_cli_opts_free(&c.args);
+    curl_global_cleanup();
+    return rc;
+}
