@@ -157,4 +157,25 @@ json_t *gx_engine_local_queues(const gx_engine *e, const char *const *namespaces
  *   "workloads":[{"workload":"ns/name","pod":i}]}]}] */
 json_t *gx_engine_nodes(const gx_engine *e);
 
+/* ---- additions (phase 2): used by the scenario runner ---------------------------- */
+
+/* A workload parsed and validated on its own (no queue lookups yet), so a caller can
+ * read many manifests, drop the JSON and submit them later: 50k parsed workloads
+ * stay small. gx_engine_submit() == prepare + submit_spec. */
+typedef struct gx_wl_spec gx_wl_spec;
+int gx_engine_prepare(gx_engine *e, const json_t *job, gx_wl_spec **out, gx_err *err);
+/* Takes ownership of spec (freed on error too). Errors as gx_engine_submit(). */
+int gx_engine_submit_spec(gx_engine *e, gx_wl_spec *spec, int64_t now_ms, gx_err *err);
+void gx_engine_spec_free(gx_wl_spec *spec);
+
+/* An admitted workload's admission, cheaply: {"clusterQueue","flavors":{res:flavor},
+ * "counts":[pods per pod set]}, or NULL when it is not admitted. */
+json_t *gx_engine_admission(const gx_engine *e, const char *key);
+
+/* Number of workloads in a state ("Pending", "Admitted", "Finished", "Deactivated"). */
+size_t gx_engine_count(const gx_engine *e, const char *state);
+
+/* Switch fair sharing (the server config) on or off; takes effect at the next pass. */
+void gx_engine_set_fair_sharing(gx_engine *e, int on);
+
 #endif
