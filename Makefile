@@ -19,7 +19,8 @@ WARN    += $(if $(findstring clang,$(CC)),,-Wno-format-truncation)
 ALL_CFLAGS := -std=c17 -D_GNU_SOURCE $(WARN) -Isrc $(PKG_CFLAGS) $(CFLAGS) $(SANFLAGS) -MMD -MP
 LDLIBS  := $(PKG_LIBS) -ldl -lm
 
-SRC      := $(shell find src -name '*.c' | sort)
+SRC      := $(shell find src -name '*.c' -not -path 'src/shim/*' | sort)
+SHIM_SRC := src/shim/gpuaas-shim.c
 LIB_SRC  := $(filter-out src/main.c,$(SRC))
 OBJ      := $(SRC:%.c=$(BUILD)/obj/%.o)
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
@@ -36,10 +37,15 @@ $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -c $< -o $@
 
-$(BUILD)/gpuaas: $(OBJ)
+$(BUILD)/gpuaas: $(OBJ) $(BUILD)/gpuaas-shim
 	$(CC) $(SANFLAGS) -o $@ $(OBJ) $(LDLIBS)
 
-$(BUILD)/test-unit: $(LIB_OBJ) $(UNIT_OBJ)
+# The per-pod shim: libc only, started once per pod (src/shim/gpuaas-shim.c).
+$(BUILD)/gpuaas-shim: $(SHIM_SRC)
+	@mkdir -p $(dir $@)
+	$(CC) -std=c17 -D_GNU_SOURCE $(WARN) $(CFLAGS) -o $@ $<
+
+$(BUILD)/test-unit: $(LIB_OBJ) $(UNIT_OBJ) $(BUILD)/gpuaas-shim
 	$(CC) $(SANFLAGS) -o $@ $(LIB_OBJ) $(UNIT_OBJ) $(LDLIBS) -lcriterion
 
 asan:

@@ -132,6 +132,7 @@ static gx_pod *pod_add(gx_wl *w)
     gx_pod *p = &w->pods[w->npods++];
     memset(p, 0, sizeof *p);
     p->proc.pidfd = -1;
+    p->proc.errfd = -1;
     return p;
 }
 
@@ -260,7 +261,7 @@ static int start_pod(gx_daemon *d, gx_wl *w, int slot, const char *devices, gx_e
     int rc = gx_proc_start(&spec, &p->proc, err);
     gx_podspec_free_vec(argv);
     gx_podspec_free_vec(envp);
-    if (rc) {
+    if (rc) { /* the shim could not be started (not the command: see pod_exited) */
         p->finished_ms = p->started_ms;
         p->exit_code = 127;
         return -1;
@@ -390,6 +391,7 @@ static void pod_exited(gx_daemon *d, gx_wl *w, gx_pod *p)
     exit_path(d, w, p->gen, p->index, ep, sizeof ep);
     p->alive = 0;
     p->finished_ms = now;
+    int start_errno = gx_proc_start_error(&p->proc);
     gx_proc_close(&p->proc);
     if (gx_proc_read_status(ep, &p->exit_code, &p->signal_no)) {
         p->exit_code = 137; /* the shim itself was killed: only SIGKILL does that */
@@ -402,6 +404,14 @@ static void pod_exited(gx_daemon *d, gx_wl *w, gx_pod *p)
     }
     gx_err e;
     gx_err_clear(&e);
+    if (start_errno) {
+        /* the command cannot be run at all: retrying cannot help */
+        const json_t *cmd = json_array_get(json_object_get(w->ps.container, "command"), 0);
+        set_note(w, "cannot run \"%s\": %s", json_string_value(cmd) ?: "?", strerror(start_errno));
+        stop_pods(d, w);
+        gx_engine_finish(d->eng, w->key, 0, w->note, now, &e);
+        return;
+    }
     if (p->exit_code == 0) {
         w->succeeded++;
         if (w->succeeded >= w->ps.completions) {

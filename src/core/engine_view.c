@@ -130,20 +130,7 @@ static void positions(const gx_engine *e, const gx_wl *w, int *pcq, int *plq)
 {
     *pcq = *plq = -1;
     if (w->state != GX_WL_PENDING || w->cq < 0) return;
-    const gx_cq *c = &e->cqs[w->cq];
-    int a = 0, b = 0;
-    for (int pass = 0; pass < 2; pass++) {
-        const int *v = pass ? c->inadm : c->heap;
-        int n = pass ? c->inadm_n : c->heap_n;
-        for (int i = 0; i < n; i++) {
-            const gx_wl *o = &e->wls[v[i]];
-            if (o == w || !gx_engine_queue_before(e, o, w)) continue;
-            a++;
-            if (o->lq == w->lq) b++;
-        }
-    }
-    *pcq = a;
-    *plq = b;
+    gx_engine_queue_position(e, w, pcq, plq);
 }
 
 static json_t *podset_json(const gx_engine *e, const gx_podset *p)
@@ -187,7 +174,10 @@ static json_t *wl_json(const gx_engine *e, const gx_wl *w, int pcq, int plq)
     if (w->state == GX_WL_FINISHED) json_object_set_new(o, "succeeded", json_boolean(w->succeeded));
     gx_engine_view_time(w->created, t, sizeof t);
     json_object_set_new(o, "createdAt", json_string(t));
-    if (w->state == GX_WL_ADMITTED) { gx_engine_view_time(w->admitted_at, t, sizeof t); json_object_set_new(o, "admittedAt", json_string(t)); }
+    /* An ended workload keeps its last admission time: "when did it start?" still matters. */
+    int was_admitted = w->state == GX_WL_ADMITTED ||
+                       ((w->state == GX_WL_FINISHED || w->state == GX_WL_DEACTIVATED) && w->cond[GX_C_ADMITTED].set);
+    if (was_admitted) { gx_engine_view_time(w->admitted_at, t, sizeof t); json_object_set_new(o, "admittedAt", json_string(t)); }
     if (w->state == GX_WL_FINISHED || w->state == GX_WL_DEACTIVATED) {
         gx_engine_view_time(w->finished_at, t, sizeof t);
         json_object_set_new(o, "finishedAt", json_string(t));
@@ -335,7 +325,7 @@ json_t *gx_engine_cluster_queues(const gx_engine *e)
         const gx_cq *c = &e->cqs[order[x]];
         json_t *o = json_pack("{s:s, s:s, s:s, s:b, s:o, s:i, s:i, s:I, s:I}", "name", c->name, "queueingStrategy", STRAT[c->strategy],
                               "stopPolicy", STOP[c->stop], "active", c->active, "resources", quota_resources(e, &c->qs, c->node),
-                              "pendingWorkloads", c->heap_n + c->inadm_n, "admittedWorkloads", c->admitted_now,
+                              "pendingWorkloads", gx_engine_queue_pending(c), "admittedWorkloads", c->admitted_now,
                               "admittedTotal", (json_int_t)c->admitted_total, "evictedTotal", (json_int_t)c->evicted_total);
         if (c->cohort_name) json_object_set_new(o, "cohort", json_string(c->cohort_name));
         if (!c->active && c->inactive_reason) json_object_set_new(o, "inactiveReason", json_string(c->inactive_reason));

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,121 +48,94 @@ static int pidfd_open_compat(pid_t pid)
 #endif
 }
 
-static void write_status(const char *path, const char *text)
+/* Where the shim lives: beside our own binary. */
+static int shim_path(char *out, size_t n)
 {
-    char tmp[4200];
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0) return;
-    ssize_t w = write(fd, text, strlen(text));
-    (void)w;
-    fsync(fd);
-    close(fd);
-    rename(tmp, path);
+    char self[4096];
+    ssize_t k = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (k <= 0) return -1;
+    self[k] = 0;
+    char *slash = strrchr(self, '/');
+    if (!slash) return -1;
+    *slash = 0;
+    snprintf(out, n, "%s/gpuaas-shim", self);
+    return access(out, X_OK);
 }
 
-/* The grandchild: becomes the command. Reports exec failure through errfd. */
-static void __attribute__((noreturn)) exec_command(const gx_proc_spec *spec, int errfd)
-{
-    sigset_t none;
-    sigemptyset(&none);
-    sigprocmask(SIG_SETMASK, &none, NULL);
-    for (int s = 1; s < NSIG; s++) signal(s, SIG_DFL);
-    int null = open("/dev/null", O_RDONLY);
-    int log = open(spec->log_path, O_WRONLY | O_CREAT | O_APPEND, 0644);
-    int e = 0;
-    if (null < 0 || log < 0) e = errno;
-    else if (dup2(null, 0) < 0 || dup2(log, 1) < 0 || dup2(log, 2) < 0) e = errno;
-    else if (spec->cwd && chdir(spec->cwd) < 0) e = errno;
-    if (!e) {
-        execvpe(spec->argv[0], spec->argv, spec->envp);
-        e = errno;
-    }
-    ssize_t w = write(errfd, &e, sizeof e);
-    (void)w;
-    _exit(127);
-}
-
-/* The shim: own session, immune to the polite signals, records the exit status. */
-static void __attribute__((noreturn)) run_shim(const gx_proc_spec *spec, int errfd)
-{
-    setsid();
-    signal(SIGTERM, SIG_IGN);
-    signal(SIGINT, SIG_IGN);
-    signal(SIGHUP, SIG_IGN);
-    signal(SIGPIPE, SIG_IGN);
-    signal(SIGCHLD, SIG_DFL);
-    sigset_t none;
-    sigemptyset(&none);
-    sigprocmask(SIG_SETMASK, &none, NULL);
-    /* Drop every inherited descriptor (listening sockets, the database, epoll). */
-    if (errfd > 3) close_range(3, (unsigned)errfd - 1, 0);
-    close_range((unsigned)errfd + 1, ~0U, 0);
-    pid_t child = fork();
-    if (child < 0) {
-        int e = errno;
-        ssize_t w = write(errfd, &e, sizeof e);
-        (void)w;
-        _exit(127);
-    }
-    if (child == 0) exec_command(spec, errfd);
-    close(errfd);
-    int status;
-    while (waitpid(child, &status, 0) < 0 && errno == EINTR) {}
-    char text[64];
-    int code;
-    if (WIFSIGNALED(status)) {
-        snprintf(text, sizeof text, "signal %d\n", WTERMSIG(status));
-        code = 128 + WTERMSIG(status);
-    } else {
-        code = WEXITSTATUS(status);
-        snprintf(text, sizeof text, "exit %d\n", code);
-    }
-    write_status(spec->exit_path, text);
-    _exit(code);
-}
-
+/* The shim is a separate small program started with posix_spawn (vfork semantics):
+ * a fork of the busy daemon would copy-on-write its heap (page faults and TLB
+ * shootdowns per start), and an exec of the daemon's own binary would pay for
+ * loading a dozen shared libraries each time. */
 int gx_proc_start(const gx_proc_spec *spec, gx_proc *out, gx_err *err)
 {
     memset(out, 0, sizeof *out);
     out->pidfd = -1;
+    out->errfd = -1;
     unlink(spec->exit_path);
+    size_t n = 0;
+    while (spec->argv[n]) n++;
+    char **av = calloc(n + 7, sizeof *av);
+    if (!av) abort();
+    char shim[4200];
+    if (shim_path(shim, sizeof shim)) {
+        free(av);
+        return gx_errf(err, 500, "", "gpuaas-shim is missing beside the gpuaas binary (%s): rebuild with make", shim);
+    }
+    av[0] = "gpuaas-shim";
+    av[1] = (char *)spec->exit_path;
+    av[2] = (char *)spec->log_path;
+    av[3] = (char *)(spec->cwd ? spec->cwd : "");
+    av[4] = "--";
+    for (size_t i = 0; i < n; i++) av[5 + i] = spec->argv[i];
     int pfd[2];
-    if (pipe2(pfd, O_CLOEXEC) < 0) return gx_errf(err, 500, "", "pipe: %s", strerror(errno));
-    pid_t pid = fork();
-    if (pid < 0) {
-        close(pfd[0]);
-        close(pfd[1]);
-        return gx_errf(err, 500, "", "fork: %s", strerror(errno));
-    }
-    if (pid == 0) {
-        close(pfd[0]);
-        run_shim(spec, pfd[1]);
-    }
+    if (pipe2(pfd, O_CLOEXEC) < 0) { free(av); return gx_errf(err, 500, "", "pipe: %s", strerror(errno)); }
+    posix_spawn_file_actions_t fa;
+    posix_spawnattr_t at;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_adddup2(&fa, pfd[1], 3); /* dup2 clears close-on-exec */
+    posix_spawnattr_init(&at);
+    sigset_t none, all;
+    sigemptyset(&none);
+    sigfillset(&all);
+    posix_spawnattr_setsigmask(&at, &none);
+    posix_spawnattr_setsigdefault(&at, &all);
+    posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+    pid_t pid;
+    int rc = posix_spawn(&pid, shim, &fa, &at, av, spec->envp);
+    posix_spawn_file_actions_destroy(&fa);
+    posix_spawnattr_destroy(&at);
+    free(av);
     close(pfd[1]);
-    int e = 0;
-    ssize_t n;
-    while ((n = read(pfd[0], &e, sizeof e)) < 0 && errno == EINTR) {}
-    close(pfd[0]);
+    if (rc) {
+        close(pfd[0]);
+        return gx_errf(err, 500, "", "cannot start the process shim: %s", strerror(rc));
+    }
+    /* Do not wait for the command's exec here (that would stall the daemon's loop for
+     * the shim's start-up): the pipe is read once the shim has exited. */
     out->pid = pid;
     out->is_child = 1;
-    if (n == (ssize_t)sizeof e) {
-        /* exec failed: the shim exits on its own; reap it now. */
-        int st;
-        while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {}
-        out->pid = 0;
-        return gx_errf(err, 422, "spec.template.spec.containers[0].command", "cannot run \"%s\": %s",
-                       spec->argv[0], strerror(e));
-    }
+    out->errfd = pfd[0];
     out->start_time = gx_proc_start_time(pid);
     out->pidfd = pidfd_open_compat(pid);
     return 0;
+}
+
+int gx_proc_start_error(gx_proc *p)
+{
+    if (p->errfd < 0) return 0;
+    int e = 0;
+    ssize_t r;
+    while ((r = read(p->errfd, &e, sizeof e)) < 0 && errno == EINTR) {}
+    close(p->errfd);
+    p->errfd = -1;
+    return r == (ssize_t)sizeof e ? e : 0;
 }
 
 int gx_proc_adopt(pid_t pid, uint64_t start_time, gx_proc *out)
 {
     memset(out, 0, sizeof *out);
     out->pidfd = -1;
+    out->errfd = -1;
     if (pid <= 0) return -1;
     uint64_t st = gx_proc_start_time(pid);
     if (!st || st != start_time) return -1;
@@ -211,5 +185,6 @@ int gx_proc_read_status(const char *exit_path, int *code, int *signal_no)
 void gx_proc_close(gx_proc *p)
 {
     if (p->pidfd >= 0) close(p->pidfd);
-    p->pidfd = -1;
+    if (p->errfd >= 0) close(p->errfd);
+    p->pidfd = p->errfd = -1;
 }

@@ -3,7 +3,8 @@
  * process identity checks after a daemon restart.
  * Must not: know workloads, queues or HTTP.
  *
- * Each pod runs as:  daemon -> shim (new session and process group) -> command.
+ * Each pod runs as:  daemon -> gpuaas-shim (src/shim, spawned in a new session and
+ * process group) -> command.
  * The shim ignores SIGTERM/SIGINT/SIGHUP, waits for the command and writes its exit
  * status to a file before it exits with the same status. So the status survives
  * a daemon crash or restart (the shim is re-adopted by pid + start time, and its
@@ -28,11 +29,17 @@ typedef struct gx_proc {
     uint64_t start_time;    /* /proc/<pid>/stat starttime: tells a reused pid apart */
     int pidfd;              /* readable once the shim has exited; -1 when unavailable */
     int is_child;           /* started by this daemon process (so it must be reaped) */
+    int errfd;              /* the shim reports a failed exec here; -1 when settled */
 } gx_proc;
 
-/* Start the command. Returns 0, or -1 with err when it could not be started at all
- * (e.g. "cannot run \"trian.py\": No such file or directory"). */
+/* Start the command without waiting for its exec. Returns -1 with err only when the
+ * shim itself cannot be started; a command that cannot be run shows up when the shim
+ * exits, through gx_proc_start_error(). */
 int gx_proc_start(const gx_proc_spec *spec, gx_proc *out, gx_err *err);
+
+/* After the shim exited: the errno of a failed exec of the command (e.g. ENOENT), or 0
+ * when the command did start. */
+int gx_proc_start_error(gx_proc *p);
 
 /* Re-attach to a shim started by an earlier daemon. 0 when that very process is
  * still alive, -1 when it is gone (or the pid now belongs to someone else). */
