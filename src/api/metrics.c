@@ -101,7 +101,27 @@ char *gx_d_metrics(gx_daemon *d)
                     qty(json_object_get(r, per_res[m][1])));
         }
     }
+    header(&o, "kueue_cluster_queue_weighted_share", "gauge", "Fair sharing: the ClusterQueue's weighted dominant resource share");
+    json_array_foreach(cqs, i, cq)
+        put(&o, "kueue_cluster_queue_weighted_share{cluster_queue=\"%s\"} %lld\n",
+            esc(json_string_value(json_object_get(cq, "name")), b1, sizeof b1),
+            (long long)json_integer_value(json_object_get(cq, "weightedShare")));
     json_decref(cqs);
+
+    json_t *lqs = gx_engine_local_queues(d->eng, NULL, 0);
+    header(&o, "kueue_local_queue_pending_workloads", "gauge", "Workloads waiting in each LocalQueue");
+    json_array_foreach(lqs, i, cq)
+        put(&o, "kueue_local_queue_pending_workloads{name=\"%s\",namespace=\"%s\",status=\"active\"} %lld\n",
+            esc(json_string_value(json_object_get(cq, "name")), b1, sizeof b1),
+            esc(json_string_value(json_object_get(cq, "namespace")), b2, sizeof b2),
+            (long long)json_integer_value(json_object_get(cq, "pendingWorkloads")));
+    header(&o, "kueue_local_queue_admitted_active_workloads", "gauge", "Workloads holding quota in each LocalQueue");
+    json_array_foreach(lqs, i, cq)
+        put(&o, "kueue_local_queue_admitted_active_workloads{name=\"%s\",namespace=\"%s\"} %lld\n",
+            esc(json_string_value(json_object_get(cq, "name")), b1, sizeof b1),
+            esc(json_string_value(json_object_get(cq, "namespace")), b2, sizeof b2),
+            (long long)json_integer_value(json_object_get(cq, "admittedWorkloads")));
+    json_decref(lqs);
 
     header(&o, "gpuaas_workloads", "gauge", "Workloads known to the daemon by state");
     const char *states[] = {"Pending", "Admitted", "Finished", "Deactivated"};
