@@ -64,13 +64,13 @@ Test(store, migrations_objects_workloads_survive_reopen, .init = mkdir_tmp, .fin
     cr_assert_eq(gx_store_schema_version(s), 1);
     json_t *m = json_pack("{s:s,s:{s:s}}", "kind", "ResourceFlavor", "metadata", "name", "h100");
     cr_assert_eq(gx_store_put_object(s, "ResourceFlavor", "", "h100", m, 1, &e), 0);
-    json_t *st = json_pack("{s:s}", "state", "Pending");
-    cr_assert_eq(gx_store_put_workload(s, "team-a", "w1", m, st, json_object(), 2, &e), 0);
-    cr_assert_eq(gx_store_put_workload(s, "team-a", "w1", m, st, json_object(), 3, &e), -1);
+    json_t *st = json_pack("{s:s}", "state", "Pending"), *run = json_object();
+    cr_assert_eq(gx_store_put_workload(s, "team-a", "w1", m, st, run, 2, &e), 0);
+    cr_assert_eq(gx_store_put_workload(s, "team-a", "w1", m, st, run, 3, &e), -1);
     cr_assert_eq(e.status, 409, "a duplicate is a conflict, got %d", e.status);
     /* a rolled back transaction leaves nothing */
     cr_assert_eq(gx_store_begin(s, &e), 0);
-    cr_assert_eq(gx_store_put_workload(s, "team-a", "w2", m, st, json_object(), 4, &e), 0);
+    cr_assert_eq(gx_store_put_workload(s, "team-a", "w2", m, st, run, 4, &e), 0);
     gx_store_rollback(s);
     gx_store_close(s);
     s = gx_store_open(dir, &e);
@@ -87,6 +87,7 @@ Test(store, migrations_objects_workloads_survive_reopen, .init = mkdir_tmp, .fin
     json_decref(wls);
     json_decref(m);
     json_decref(st);
+    json_decref(run);
     gx_store_close(s);
 }
 
