@@ -97,7 +97,7 @@ int gx_d_logs(gx_daemon *d, const char *key, int pod, int follow, gx_resp *resp,
     ls->pod = pod;
     ls->follow = follow;
     resp->status = 200;
-    resp->stream = (gx_stream){log_read, log_free, ls};
+    resp->stream = (gx_stream){.read = log_read, .free = log_free, .ud = ls};
     resp->ctype = "text/plain; charset=utf-8";
     return 0;
 }
