@@ -28,6 +28,7 @@ typedef struct watch_ctx { gx_daemon *d; char key[256]; int gen, index; } watch_
 
 static void on_pod_fd(gx_loop *l, int fd, uint32_t ev, void *ud);
 static void pod_exited(gx_daemon *d, gx_wl *w, gx_pod *p);
+static void stop_pods(gx_daemon *d, gx_wl *w);
 
 void gx_fmt_time(int64_t ms, char *out, size_t n)
 {
@@ -236,6 +237,18 @@ static void set_note(gx_wl *w, const char *fmt, ...)
     va_end(ap);
 }
 
+/* The Job cannot go on: say why, stop what still runs, and tell the engine it failed. */
+static void fail_job(gx_daemon *d, gx_wl *w, const char *why)
+{
+    char msg[sizeof w->note];
+    snprintf(msg, sizeof msg, "%s", why);
+    set_note(w, "%s", msg);
+    stop_pods(d, w);
+    gx_err e;
+    gx_engine_finish(d->eng, w->key, 0, w->note, gx_loop_now(d->loop), &e);
+    d->dirty = 1;
+}
+
 /* Start the pod for `slot` with the next completion index. Returns -1 when the
  * command cannot be started at all (the Job then fails: retrying cannot help). */
 static int start_pod(gx_daemon *d, gx_wl *w, int slot, const char *devices, gx_err *err)
@@ -341,10 +354,7 @@ static void start_run(gx_daemon *d, gx_wl *w)
         gx_err e;
         gx_err_clear(&e);
         if (start_pod(d, w, s, dev, &e)) {
-            set_note(w, "%s", e.msg);
-            stop_pods(d, w);
-            gx_err e2;
-            if (gx_engine_finish(d->eng, w->key, 0, e.msg, now, &e2) == 0) d->dirty = 1;
+            fail_job(d, w, e.msg);
             break;
         }
     }
@@ -407,9 +417,9 @@ static void pod_exited(gx_daemon *d, gx_wl *w, gx_pod *p)
     if (start_errno) {
         /* the command cannot be run at all: retrying cannot help */
         const json_t *cmd = json_array_get(json_object_get(w->ps.container, "command"), 0);
-        set_note(w, "cannot run \"%s\": %s", json_string_value(cmd) ?: "?", strerror(start_errno));
-        stop_pods(d, w);
-        gx_engine_finish(d->eng, w->key, 0, w->note, now, &e);
+        char why[300];
+        snprintf(why, sizeof why, "cannot run \"%s\": %s", json_string_value(cmd) ?: "?", strerror(start_errno));
+        fail_job(d, w, why);
         return;
     }
     if (p->exit_code == 0) {
@@ -421,11 +431,7 @@ static void pod_exited(gx_daemon *d, gx_wl *w, gx_pod *p)
         } else if (w->succeeded + alive_pods(w, 1) < w->ps.completions) {
             char dev[512];
             snprintf(dev, sizeof dev, "%s", p->devices);
-            if (start_pod(d, w, p->slot, dev, &e)) {
-                set_note(w, "%s", e.msg);
-                stop_pods(d, w);
-                gx_engine_finish(d->eng, w->key, 0, w->note, now, &e);
-            }
+            if (start_pod(d, w, p->slot, dev, &e)) fail_job(d, w, e.msg);
         }
         return;
     }
@@ -435,9 +441,7 @@ static void pod_exited(gx_daemon *d, gx_wl *w, gx_pod *p)
     if (w->failures > w->ps.backoff_limit) {
         char msg[300];
         snprintf(msg, sizeof msg, "%s; backoffLimit %d reached", w->note, w->ps.backoff_limit);
-        set_note(w, "%s", msg);
-        stop_pods(d, w);
-        gx_engine_finish(d->eng, w->key, 0, w->note, now, &e);
+        fail_job(d, w, msg);
         return;
     }
     /* Kubernetes' back-off: 10 s, 20 s, 40 s ... capped at 6 minutes. */
@@ -470,10 +474,7 @@ static void restart_failed(gx_daemon *d, gx_wl *w)
         gx_err e;
         gx_err_clear(&e);
         if (start_pod(d, w, s, dev, &e)) {
-            set_note(w, "%s", e.msg);
-            stop_pods(d, w);
-            gx_engine_finish(d->eng, w->key, 0, w->note, gx_loop_now(d->loop), &e);
-            d->dirty = 1;
+            fail_job(d, w, e.msg);
             break;
         }
     }
