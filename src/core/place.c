@@ -139,6 +139,7 @@ static uint64_t state_hash(const gx_place_node *n)
 {
     uint64_t h = mix((uint64_t)n->cpu_free, (uint64_t)(n->model + 2) << 8 |
                      (uint64_t)n->num_gpus << 1 | (n->pods > 0));
+    h = mix(h, (uint64_t)n->cpu_milli ^ (uint64_t)n->mem_mib << 24);
     for (int g = 0; g < n->num_gpus; g++)
         h = mix(h, (uint64_t)n->gpu_free[g] << 40 ^ (uint64_t)n->gpu_mem_free[g]);
     return h | 1;
@@ -154,14 +155,17 @@ static void memo_reset(gx_place_ctx *cx, const gx_place_node *nodes, int count)
 
 /* The memo row of this pod's shape, or NULL (no memo: table full, out of memory). */
 static gx_place_memo *memo_row(gx_place_ctx *cx, const gx_place_node *nodes, int count,
-                               const gx_place_pod *pod)
+                               const int *order, const gx_place_pod *pod)
 {
     if (!cx->pol->needs_workload || count <= 0) return NULL;
     if (!cx->shapes) {
         cx->shapes = calloc(GX_PLACE_MAX_SHAPES, sizeof *cx->shapes);
         if (!cx->shapes) return NULL;
     }
-    if (cx->memo_base != nodes || cx->memo_count != count) memo_reset(cx, nodes, count);
+    if (cx->memo_base != nodes || cx->memo_count != count || cx->memo_order != order) {
+        memo_reset(cx, nodes, count);      /* ours' scores depend on the order too */
+        cx->memo_order = order;
+    }
     for (int i = 0; i < cx->nshapes; i++) {
         const gx_place_shape *sh = &cx->shapes[i];
         if (sh->cpu_milli == pod->cpu_milli && sh->num_gpu == pod->num_gpu &&
@@ -209,8 +213,8 @@ int gx_place_choose(gx_place_ctx *cx, const gx_place_node *nodes, int count,
     int64_t best = INT64_MIN;
     gx_place_assign tmp;
     cx->base = nodes;
-    if (cx->pol->id == GX_PLACE_OURS) gx_place_ours_prepare(cx, nodes, count);
-    gx_place_memo *row = memo_row(cx, nodes, count, pod);
+    if (cx->pol->id == GX_PLACE_OURS) gx_place_ours_prepare(cx, nodes, count, order);
+    gx_place_memo *row = memo_row(cx, nodes, count, order, pod);
     for (int k = 0; k < count; k++) {
         int i = order ? order[k] : k;
         if (!gx_place_fits(&nodes[i], pod)) continue;
@@ -242,6 +246,8 @@ static void tag_add(gx_place_node *n, uint32_t tag, int d)
             n->ntags--;
             n->tag[i] = n->tag[n->ntags];
             n->tag_count[i] = n->tag_count[n->ntags];
+            n->tag[n->ntags] = 0;
+            n->tag_count[n->ntags] = 0;
         }
         return;
     }
@@ -320,8 +326,9 @@ static const gx_place_policy policies[GX_PLACE_NPOLICIES] = {
       "fragmentation gradient descent (Weng et al., ATC'23): least growth of "
       "expected fragmented GPU", true, gx_place_score_fgd },
     { GX_PLACE_OURS, "ours",
-      "FGD's fragmentation change at full precision, then least stranded GPU and "
-      "best fit", true, gx_place_score_ours },
+      "keep a few homes of rare big pod shapes empty, then FGD's score, then least "
+      "growth of fill-fragmentation (GPU that CPU or packing leaves unusable)", true,
+      gx_place_score_ours },
 };
 
 const gx_place_policy *gx_place_policy_by_name(const char *name)
@@ -391,6 +398,14 @@ static int set_workload(gx_place_ctx *cx, const gx_place_workload *wl)
         got += cx->all[cx->ntypes++].p;
     }
     for (int i = 0; i < cx->ntypes; i++) cx->types[i].p /= got;
+    /* ours weighs the fill-fragmentation of a type by the GPU demand it brings */
+    cx->fillw = calloc((size_t)cx->ntypes, sizeof *cx->fillw);
+    if (!cx->fillw) return -1;
+    double demand = 0;
+    for (int i = 0; i < cx->ntypes; i++)
+        demand += cx->types[i].p * cx->types[i].num_gpu * cx->types[i].gpu_milli;
+    for (int i = 0; i < cx->ntypes && demand > 0; i++)
+        cx->fillw[i] = cx->types[i].p * cx->types[i].num_gpu * cx->types[i].gpu_milli / demand;
     return 0;
 }
 
@@ -420,7 +435,9 @@ void gx_place_ctx_free(gx_place_ctx *cx)
     if (!cx) return;
     free(cx->types);
     free(cx->all);
+    free(cx->fillw);
     free(cx->node_cls);
+    free(cx->node_res);
     if (cx->shapes) memo_reset(cx, NULL, 0);
     free(cx->shapes);
     free(cx->fc);

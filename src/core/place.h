@@ -175,13 +175,11 @@ typedef struct gx_place_fcache_ent {
 
 #define GX_PLACE_MAX_CLASSES 64
 
-/* Nodes of the same capacity (CPU, memory, GPUs, model) form a class; ours opens the
- * reserved ones (the only homes of a large pod shape) last. */
+/* Nodes of the same capacity (CPU, memory, GPUs, model) form a class (ours). */
 typedef struct gx_place_class {
     int64_t cpu_milli, mem_mib;
     int num_gpus, model;
     int count;
-    bool reserved;
 } gx_place_class;
 
 /* Memo of a node's score for one pod shape, valid while the node's state hash matches. */
@@ -203,16 +201,21 @@ struct gx_place_ctx {
     const gx_place_policy *pol;
     int ntypes;
     gx_place_type *types;     /* FGD's types: those covering `coverage`, renormalised */
+    double *fillw;            /* per FGD type: its share of their GPU demand (ours) */
     int nall;
     gx_place_type *all;       /* every type of the workload */
-    /* node classes (ours): recomputed when the node array or its size changes */
+    /* node classes and reserved nodes (ours): recomputed when the node array, its size
+     * or the tie order changes */
     const gx_place_node *cls_base;
+    const int *cls_order;
     int cls_count, ncls;
     int *node_cls;            /* class of each node, -1 = unclassified */
+    unsigned char *node_res;  /* 1: reserved for a rare pod shape while empty */
     gx_place_class cls[GX_PLACE_MAX_CLASSES];
     const gx_place_node *base;   /* the node array of the gx_place_choose call running */
     /* score memo (fgd, ours): per pod shape, per node; reset when the node array moves */
     const gx_place_node *memo_base;
+    const int *memo_order;
     int memo_count, nshapes;
     gx_place_shape *shapes;
     uint64_t rng[4];          /* xoshiro256** state (random policy) */
@@ -223,7 +226,8 @@ struct gx_place_ctx {
 
 uint64_t gx_place_rand(gx_place_ctx *cx);
 /* Called by gx_place_choose before scoring: lets ours classify the nodes. */
-void gx_place_ours_prepare(gx_place_ctx *cx, const gx_place_node *nodes, int count);
+void gx_place_ours_prepare(gx_place_ctx *cx, const gx_place_node *nodes, int count,
+                           const int *order);
 uint32_t gx_place_pod_tag(const gx_place_pod *pod);
 /* GPU pickers shared by the policies; both return false when the pod does not fit. */
 bool gx_place_pick_whole(const gx_place_node *n, const gx_place_pod *pod, gx_place_assign *a);

@@ -77,9 +77,10 @@ typedef struct frag_state {
 
 /* FGD's F, and in *fill the fill-fragmentation: for each type, the idle GPU that would
  * stay idle if only pods of that type kept arriving until the node is full, limited by
- * GPU room and by free CPU alike (a type that cannot run leaves all idle GPU). */
-static double frag_compute(const gx_place_type *types, int ntypes, const frag_state *s,
-                           double *fill)
+ * GPU room and by free CPU alike (a type that cannot run leaves all idle GPU), weighted
+ * by fillw[] (the type's share of GPU demand; NULL: by p as F is). */
+static double frag_compute(const gx_place_type *types, const double *fillw, int ntypes,
+                           const frag_state *s, double *fill)
 {
     int64_t idle = 0, maxfree = 0;
     int full = 0;
@@ -93,11 +94,12 @@ static double frag_compute(const gx_place_type *types, int ntypes, const frag_st
     double f = 0, fl = 0;
     for (int i = 0; i < ntypes; i++) {
         const gx_place_type *t = &types[i];
+        double w = fillw ? fillw[i] : t->p;
         bool runs = t->num_gpu > 0 && s->cpu_free >= t->cpu_milli &&
                     (!t->models || (s->model >= 0 && (t->models & (UINT64_C(1) << s->model))));
         if (runs) runs = t->gpu_milli < GX_PLACE_MILLI ? maxfree >= t->gpu_milli
                                                        : full >= t->num_gpu;
-        if (!runs) { f += t->p * (double)idle; fl += t->p * (double)idle; continue; }
+        if (!runs) { f += t->p * (double)idle; fl += w * (double)idle; continue; }
         int64_t frag = 0, slots = 0;
         for (int g = 0; g < s->ng; g++) {
             if (s->free[g] < t->gpu_milli) frag += s->free[g];
@@ -107,7 +109,7 @@ static double frag_compute(const gx_place_type *types, int ntypes, const frag_st
         int64_t by_cpu = t->cpu_milli > 0 ? s->cpu_free / t->cpu_milli : slots;
         if (by_cpu < slots) slots = by_cpu;
         f += t->p * (double)frag;
-        fl += t->p * (double)(idle - slots * t->gpu_milli * t->num_gpu);
+        fl += w * (double)(idle - slots * t->gpu_milli * t->num_gpu);
     }
     *fill = fl;
     return f;
@@ -126,7 +128,7 @@ static double frag_cached(gx_place_ctx *cx, const frag_state *s, double *fill)
 {
     if (!cx->fc || s->ng > 8 || s->cpu_free < 0 || s->cpu_free >= (INT64_C(1) << 46) ||
         s->model >= 126)
-        return frag_compute(cx->types, cx->ntypes, s, fill);
+        return frag_compute(cx->types, cx->fillw, cx->ntypes, s, fill);
     int32_t v[8];
     int ng = s->ng;
     for (int i = 0; i < ng; i++) {            /* insertion sort, ng <= 8 */
@@ -152,7 +154,7 @@ static double frag_cached(gx_place_ctx *cx, const frag_state *s, double *fill)
         h = (h + 1) & cx->fc_mask;
     }
     cx->fc_misses++;
-    double f = frag_compute(cx->types, cx->ntypes, s, fill);
+    double f = frag_compute(cx->types, cx->fillw, cx->ntypes, s, fill);
     if (cx->fc_used * 10 >= (cx->fc_mask + 1) * 7) {    /* 70 % full: start over */
         memset(cx->fc, 0, (cx->fc_mask + 1) * sizeof *cx->fc);
         cx->fc_used = 0;
@@ -183,7 +185,7 @@ static double frag_of(gx_place_ctx *cx, const frag_state *s, const gx_place_pod 
     if (cx->ntypes > 0) return frag_cached(cx, s, fill);
     gx_place_type t = { pod->cpu_milli, pod->num_gpu, pod->num_gpu > 0 ? pod->gpu_milli : 0,
                         pod->models, 1.0 };
-    return frag_compute(&t, 1, s, fill);
+    return frag_compute(&t, NULL, 1, s, fill);
 }
 
 double gx_place_measure_after(gx_place_ctx *cx, const gx_place_node *n,

@@ -1,19 +1,24 @@
 /* core/place_ours: our placement policy ("ours"), built on FGD's fragmentation measure.
- * Owns: gx_place_score_ours and the node classes it ranks (gx_place_ours_prepare).
+ * Owns: gx_place_score_ours and the nodes it reserves (gx_place_ours_prepare).
  * Must not: change nodes, do I/O, or keep state outside the context.
  *
  * The key, compared lexicographically (the first node in the tie order wins ties):
- *   1. FGD's integer score, int(100 sigmoid(dF / 1000)). Kept as is: its coarse steps
+ *   1. Not an empty reserved node. A pod shape that at most 1/10 of the nodes can host
+ *      even when empty (8 GPUs with 120 CPUs, a pod pinned to a rare GPU model) gets
+ *      some of its hosts reserved: four times as many as such pods are expected while
+ *      the cluster fills once. An empty reserved node is opened only when the pod fits
+ *      nowhere else, so the pods that need it still find it late; once in use it is
+ *      filled like any other node.
+ *   2. FGD's integer score, int(100 sigmoid(dF / 1000)). Kept as is: its coarse steps
  *      make many nodes tie, and taking the first of them in one fixed order packs load
  *      onto few nodes, which is most of FGD's edge over exact-gradient ranking.
- *   2. Not a reserved node: a node class that alone can host a large pod shape (one that
- *      at most 1/10 of the nodes can host even when empty, say 8 GPUs with 120 CPUs) is
- *      opened only when FGD strictly prefers it, so those pods still find a home late.
- *   3. The least growth of the fill-fragmentation: the idle GPU that would stay idle if
- *      pods of each type kept arriving until the node is full, limited by GPU room and by
- *      free CPU alike. FGD looks one pod ahead and ignores CPU once a type fits; this
- *      sees CPU-starved GPUs (a node whose CPUs are gone strands its GPUs) and the
- *      leftovers a type cannot pack (two 470s leave 60 of a GPU).
+ *   3. The least growth of the fill-fragmentation, in steps of 1/10 GPU: the idle GPU
+ *      that would stay idle if pods of each type kept arriving until the node is full,
+ *      limited by GPU room and by free CPU alike, each type weighted by the GPU demand it
+ *      brings. FGD looks one pod ahead and ignores CPU once a type fits; this sees
+ *      CPU-starved GPUs (a node whose CPUs are gone strands its GPUs) and the leftovers a
+ *      type cannot pack (two 470s leave 60 of a GPU). The steps keep small differences
+ *      tied, so the fixed order still consolidates load.
  * A sharing pod takes, within the node, the GPU that is best by the same key. */
 #include <math.h>
 #include <stddef.h>
@@ -38,27 +43,46 @@ static int find_class(gx_place_ctx *cx, const gx_place_node *n)
             return c;
     }
     if (cx->ncls == GX_PLACE_MAX_CLASSES) return -1;
-    cx->cls[cx->ncls] = (gx_place_class){ n->cpu_milli, n->mem_mib, n->num_gpus, n->model, 0,
-                                          false };
+    cx->cls[cx->ncls] = (gx_place_class){ n->cpu_milli, n->mem_mib, n->num_gpus, n->model, 0 };
     return cx->ncls++;
 }
 
-/* Groups the nodes into capacity classes and marks a class reserved when it can host a
- * GPU pod type of the workload that at most a tenth of all nodes can host when empty.
- * Redone only when the node array or its size changes. */
-void gx_place_ours_prepare(gx_place_ctx *cx, const gx_place_node *nodes, int count)
+/* The expected number of type-t pods while the cluster fills up once: t's share of the
+ * pods times the pods the cluster's GPUs hold at the workload's mean GPU per pod. */
+static double expected_pods(const gx_place_ctx *cx, const gx_place_type *t, double gpu_milli)
 {
-    if (cx->cls_base == nodes && cx->cls_count == count) return;
+    double mean = 0;
+    for (int i = 0; i < cx->nall; i++)
+        mean += cx->all[i].p * cx->all[i].num_gpu * cx->all[i].gpu_milli;
+    return mean > 0 ? t->p * gpu_milli / mean : 0;
+}
+
+/* Marks the reserved nodes. A pod type is rare when at most a tenth of the nodes can host
+ * it even empty (8 GPUs with 120 CPUs; a pod pinned to a rare GPU model). Of its hosts,
+ * the last ones in the tie order are reserved for it: four times as many as such pods
+ * are expected while the cluster fills once (a margin for bursts and for running past
+ * full), so the rest of its hosts serve everyone. Redone when the node array, its size
+ * or the order changes. */
+void gx_place_ours_prepare(gx_place_ctx *cx, const gx_place_node *nodes, int count,
+                           const int *order)
+{
+    if (cx->cls_base == nodes && cx->cls_count == count && cx->cls_order == order) return;
     free(cx->node_cls);
-    cx->node_cls = malloc((size_t)(count > 0 ? count : 1) * sizeof *cx->node_cls);
+    free(cx->node_res);
+    size_t sz = (size_t)(count > 0 ? count : 1);
+    cx->node_cls = malloc(sz * sizeof *cx->node_cls);
+    cx->node_res = calloc(sz, sizeof *cx->node_res);
     cx->cls_base = nodes;
     cx->cls_count = count;
+    cx->cls_order = order;
     cx->ncls = 0;
-    if (!cx->node_cls) { cx->cls_count = -1; return; }
+    if (!cx->node_cls || !cx->node_res) { cx->cls_count = -1; return; }
+    double gpus = 0;
     for (int i = 0; i < count; i++) {
         int c = find_class(cx, &nodes[i]);
         cx->node_cls[i] = c;
         if (c >= 0) cx->cls[c].count++;
+        gpus += nodes[i].num_gpus * (double)GX_PLACE_MILLI;
     }
     for (int t = 0; t < cx->nall; t++) {
         const gx_place_type *ty = &cx->all[t];
@@ -67,32 +91,45 @@ void gx_place_ours_prepare(gx_place_ctx *cx, const gx_place_node *nodes, int cou
         for (int c = 0; c < cx->ncls; c++)
             if (class_hosts(&cx->cls[c], ty)) hosts += cx->cls[c].count;
         if (hosts == 0 || hosts * 10 > count) continue;
-        for (int c = 0; c < cx->ncls; c++)
-            if (class_hosts(&cx->cls[c], ty)) cx->cls[c].reserved = true;
+        int k = (int)ceil(4.0 * expected_pods(cx, ty, gpus));
+        for (int j = count - 1; j >= 0 && k > 0; j--) {
+            int i = order ? order[j] : j;
+            if (i < 0 || i >= count || cx->node_cls[i] < 0) continue;
+            if (class_hosts(&cx->cls[cx->node_cls[i]], ty)) {
+                cx->node_res[i] = 1;
+                k--;
+            }
+        }
     }
 }
 
-static bool node_reserved(const gx_place_ctx *cx, const gx_place_node *n)
+/* A caller may reuse one node array for other nodes: a node whose capacity no longer
+ * matches its class forces the classes to be rebuilt at the next gx_place_choose. */
+static bool node_reserved(gx_place_ctx *cx, const gx_place_node *n)
 {
-    if (!cx->node_cls || cx->base != cx->cls_base) return false;
+    if (!cx->node_cls || !cx->node_res || cx->base != cx->cls_base) return false;
     ptrdiff_t i = n - cx->base;
     if (i < 0 || i >= cx->cls_count || cx->node_cls[i] < 0) return false;
-    return cx->cls[cx->node_cls[i]].reserved;
+    const gx_place_class *k = &cx->cls[cx->node_cls[i]];
+    if (k->cpu_milli != n->cpu_milli || k->mem_mib != n->mem_mib ||
+        k->num_gpus != n->num_gpus || k->model != n->model) {
+        cx->cls_count = -1;
+        return false;
+    }
+    return cx->node_res[i];
 }
 
+/* The lexicographic key packed in one integer: the keep flag at bit 50, FGD's score
+ * (0..100) from bit 40, the fill-fragmentation decrease in tenths of a GPU below. */
 static int64_t key(double f_before, double f_after, bool keep, double fill_before,
                    double fill_after)
 {
     int64_t fgd = (int64_t)(100.0 / (1.0 + exp(-(f_before - f_after) / 1000.0)));
-    double d = (fill_before - fill_after) * 100.0;
-    static int ab = -1;
-    if (ab < 0) { const char *e = getenv("GXAB"); ab = e ? atoi(e) : 0; }
-    if (ab & 1) keep = true;
-    if (ab & 2) d = 0;
-    if (d > 1e9) d = 1e9;
-    if (d < -1e9) d = -1e9;
-    return fgd * (INT64_C(1) << 40) + (int64_t)keep * (INT64_C(1) << 38) +
-           (int64_t)llround(d) + (INT64_C(1) << 31);
+    double steps = floor((fill_before - fill_after) / 100.0);
+    if (steps > 1e6) steps = 1e6;
+    if (steps < -1e6) steps = -1e6;
+    return (int64_t)keep * (INT64_C(1) << 50) + fgd * (INT64_C(1) << 40) +
+           (int64_t)steps + (INT64_C(1) << 31);
 }
 
 int64_t gx_place_score_ours(gx_place_ctx *cx, const gx_place_node *n, const gx_place_pod *pod,

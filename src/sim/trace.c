@@ -44,7 +44,7 @@ static void usage(FILE *f)
         "  -o, --output FMT  table (default) or json: one object per policy {policy, tune,\n"
         "                    seeds, total_gpus, curve[0..100*tune], alloc_ratio_at_100,\n"
         "                    seconds}; several policies print a JSON array of them\n"
-        "  --svg FILE        write the allocation-ratio curves as an SVG plot\n"
+        "  --svg FILE        write the allocation-ratio curves (80 %% arrived and up) as SVG\n"
         "  --expected FILE   published curves (analysis_allo_discrete.csv): compare column\n"
         "                    by column and draw them dashed in the plot\n"
         "  --perturb SPEC    derive a variant of the trace in memory, to check that a policy\n"
@@ -101,6 +101,16 @@ static int parse_double(const char *s, double lo, double hi, double *out)
     return 0;
 }
 
+static bool takes_value(const char *flag)
+{
+    static const char *const f[] = { "--nodes", "--pods", "--policy", "--svg", "--expected",
+                                     "-o", "--output", "--seeds", "--tune", "--coverage",
+                                     "--time-scale", "--perturb", "--perturb-seed" };
+    for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
+        if (!strcmp(f[i], flag)) return true;
+    return false;
+}
+
 static int parse_args(int argc, char **argv, opts *o)
 {
     memset(o, 0, sizeof *o);
@@ -118,10 +128,12 @@ static int parse_args(int argc, char **argv, opts *o)
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) { usage(stdout); return 1; }
         if (!strcmp(a, "--timed")) { o->timed = true; takes = false; }
         else if (!strcmp(a, "--no-sharing")) { o->no_sharing = true; takes = false; }
-        else if (!v) {
-            fprintf(stderr, "gpuaas sim trace: %s %s\n", a,
-                    a[0] == '-' ? "needs a value (or is unknown; see --help)"
-                                : "is not a flag (see --help)");
+        else if (!takes_value(a)) {
+            fprintf(stderr, "gpuaas sim trace: unknown %s '%s' (see --help)\n",
+                    a[0] == '-' ? "flag" : "argument", a);
+            return 2;
+        } else if (!v) {
+            fprintf(stderr, "gpuaas sim trace: %s needs a value (see --help)\n", a);
             return 2;
         } else if (!strcmp(a, "--nodes")) o->nodes = v;
         else if (!strcmp(a, "--pods")) o->pods = v;
@@ -305,7 +317,7 @@ static int write_svg(const opts *o, const result *r, int nr)
     char title[128];
     snprintf(title, sizeof title, "GPU allocation ratio vs arrived demand (%d seeds)",
              o->nseeds);
-    if (gx_trace_svg(o->svg, title, s, ns, 50, ncols - 1, err, sizeof err)) {
+    if (gx_trace_svg(o->svg, title, s, ns, ncols > 91 ? 80 : 0, ncols - 1, err, sizeof err)) {
         fprintf(stderr, "gpuaas sim trace: %s\n", err);
         return 2;
     }
@@ -353,7 +365,7 @@ static void print_timed(const opts *o, const gx_place_policy *pol, bool nosh,
 {
     if (!strcmp(o->out, "json")) {
         printf("%s{\"policy\": \"%s\", \"mode\": \"%s\", \"time_scale\": %g, "
-               "\"gpu_utilisation\": %.4f, \"alloc_mean\": %.4f, \"pods\": %zu, "
+               "\"gpu_utilisation\": %.4f, \"gpu_used\": %.4f, \"pods\": %zu, "
                "\"queued\": %zu, \"never_started\": %zu, \"makespan_s\": %.0f, "
                "\"delay_s\": {\"mean\": %.1f, \"p50\": %.1f, \"p90\": %.1f, \"p99\": %.1f}}%s\n",
                first ? "[\n" : "", pol->name, nosh ? "no-sharing" : "sharing", o->time_scale,
@@ -362,13 +374,16 @@ static void print_timed(const opts *o, const gx_place_policy *pol, bool nosh,
         return;
     }
     if (first)
-        printf("%-15s %-11s %8s %8s %8s %10s %10s %10s %10s\n", "policy", "mode", "util%",
-               "queued", "never", "delay-mean", "p50", "p90", "p99");
-    printf("%-15s %-11s %8.2f %8zu %8zu %10.1f %10.1f %10.1f %10.1f\n", pol->name,
-           nosh ? "no-sharing" : "sharing", x->util, x->queued, x->never_started,
+        printf("%-15s %-11s %7s %7s %7s %6s %10s %9s %9s %9s\n", "policy", "mode", "alloc%",
+               "used%", "queued", "never", "delay-mean", "p50", "p90", "p99");
+    printf("%-15s %-11s %7.2f %7.2f %7zu %6zu %10.1f %9.1f %9.1f %9.1f\n", pol->name,
+           nosh ? "no-sharing" : "sharing", x->util, x->util_req, x->queued, x->never_started,
            x->delay_mean, x->delay_p50, x->delay_p90, x->delay_p99);
     if (last)
-        printf("\nutil: allocated GPU-time / (GPUs x makespan); delay in seconds "
+        printf("\nalloc%%: allocated GPU-time / (GPUs x time from first to last arrival); "
+               "used%%: the same for the\nGPU the pods asked for (a 0.3-GPU pod rounded up "
+               "to a whole GPU is alloc 1, used 0.3);\nqueued: pods that waited; never: "
+               "pods that fit no node; delay: seconds from arrival to start\n"
                "(time-scale %g)\n", o->time_scale);
 }
 
@@ -381,6 +396,10 @@ static int run_timed(const opts *o, const gx_trace *t, const gx_place_workload *
         return 2;
     }
     int modes = o->no_sharing ? 1 : 2, n = 0;
+    if (strcmp(o->out, "json"))
+        printf("trace: %d nodes, %lld GPUs, %zu pods%s%s; time-driven\n\n", t->nnodes,
+               (long long)t->gpus, t->npods, o->perturb ? "; perturbed: " : "",
+               o->perturb ? o->perturb : "");
     for (int p = 0; p < np; p++) {
         for (int m = 0; m < modes; m++) {
             bool nosh = o->no_sharing || m == 1;

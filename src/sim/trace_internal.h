@@ -60,8 +60,9 @@ int gx_trace_replay(const gx_trace *t, const gx_place_policy *pol, uint64_t seed
 
 /* trace_timed.c: creation/deletion-time replay with a queue. */
 typedef struct gx_trace_timed_result {
-    double util;                  /* allocated GPU-time / capacity-time, in % */
-    double util_req;              /* requested (unrounded) GPU-time / capacity-time, % */
+    double util;                  /* allocated GPU-time / capacity-time over the arrival
+                                     window (first to last arrival), in % */
+    double util_req;              /* the same for the requested (unrounded) GPU-time */
     double delay_mean, delay_p50, delay_p90, delay_p99;   /* seconds */
     size_t pods, queued, never_started;
     double makespan;              /* seconds, first arrival to last finish */

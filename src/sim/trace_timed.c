@@ -52,8 +52,21 @@ typedef struct sim {
     heap fins;
     int *queue;
     size_t nq;
-    double gpu_time, req_time, last;
+    double last;
+    /* allocated and requested milli-GPU now, integrated over [t0, t1] (arrival window) */
+    double alloc_now, req_now, t_prev, t0, t1, alloc_area, req_area;
 } sim;
+
+/* Advances the integrals of allocated and requested GPU to time `now`. */
+static void advance(sim *s, double now)
+{
+    double a = s->t_prev > s->t0 ? s->t_prev : s->t0, b = now < s->t1 ? now : s->t1;
+    if (b > a) {
+        s->alloc_area += s->alloc_now * (b - a);
+        s->req_area += s->req_now * (b - a);
+    }
+    if (now > s->t_prev) s->t_prev = now;
+}
 
 static int cmp_arrival(const void *a, const void *b, void *arg)
 {
@@ -76,9 +89,10 @@ static bool try_start(sim *s, int p, double now)
         return false;
     const gx_trace_pod *tp = &s->t->pods[p];
     double dur = (double)(tp->deleted - tp->created);
+    advance(s, now);
+    s->alloc_now += (double)gx_place_pod_gpu_total(&s->req[p]);
+    s->req_now += (double)gx_place_pod_gpu_total(&tp->req);
     s->start[p] = now;
-    s->gpu_time += (double)gx_place_pod_gpu_total(&s->req[p]) * dur;
-    s->req_time += (double)gx_place_pod_gpu_total(&tp->req) * dur;
     heap_push(&s->fins, (fin){ now + dur, p });
     return true;
 }
@@ -90,6 +104,9 @@ static void finish(sim *s, fin f)
     int p = f.pod;
     gx_place_node *n = &s->nodes[s->where[p].node];
     gx_place_release(s->cx, n, &s->req[p], &s->where[p]);
+    advance(s, f.at);
+    s->alloc_now -= (double)gx_place_pod_gpu_total(&s->req[p]);
+    s->req_now -= (double)gx_place_pod_gpu_total(&s->t->pods[p].req);
     if (f.at > s->last) s->last = f.at;
     size_t k = 0;
     for (size_t i = 0; i < s->nq; i++) {
@@ -121,10 +138,11 @@ static void figures(sim *s, gx_trace_timed_result *out, const int *by_arrival)
     }
     out->pods = n;
     out->never_started = n - started;
-    out->makespan = s->last - first;
-    double cap = (double)s->t->gpu_milli * out->makespan;
-    out->util = cap > 0 ? 100.0 * s->gpu_time / cap : 0;
-    out->util_req = cap > 0 ? 100.0 * s->req_time / cap : 0;
+    (void)first;
+    out->makespan = s->last - s->t0;
+    double cap = (double)s->t->gpu_milli * (s->t1 - s->t0);
+    out->util = cap > 0 ? 100.0 * s->alloc_area / cap : 0;
+    out->util_req = cap > 0 ? 100.0 * s->req_area / cap : 0;
     free(d);
 }
 
@@ -161,6 +179,8 @@ int gx_trace_timed(const gx_trace *t, const gx_place_policy *pol, uint64_t seed,
         by[i] = (int)i;
     }
     qsort_r(by, n, sizeof *by, cmp_arrival, s.arrive);
+    s.t0 = s.t_prev = s.arrive[by[0]];
+    s.t1 = s.arrive[by[n - 1]];
     for (size_t i = 0; i < n; i++) {
         int p = by[i];
         while (s.fins.n && s.fins.a[0].at <= s.arrive[p]) finish(&s, heap_pop(&s.fins));

@@ -1,0 +1,410 @@
+/* tests/unit/test_place: the placement engine (src/core/place*.c) on small hand-made
+ * nodes whose right answer is worked out by hand in the comments.
+ * Owns: suites place_model, place_fit, place_commit, place_<policy>, place_memo.
+ * Must not: read the trace (the replay has its own integration test). */
+#include <criterion/criterion.h>
+#include <string.h>
+
+#include "core/place.h"
+
+/* ---- helpers --------------------------------------------------------------------- */
+
+static gx_place_node node(int64_t cpu, int ngpu)
+{
+    gx_place_node n;
+    gx_place_node_init(&n, cpu, 1 << 20, 0, ngpu, 16384);
+    return n;
+}
+
+static gx_place_pod share(int64_t cpu, int milli)
+{
+    return (gx_place_pod){ .cpu_milli = cpu, .mem_mib = 1024, .num_gpu = 1, .gpu_milli = milli };
+}
+
+static gx_place_pod whole(int64_t cpu, int n)
+{
+    return (gx_place_pod){ .cpu_milli = cpu, .mem_mib = 1024, .num_gpu = n, .gpu_milli = 1000 };
+}
+
+static gx_place_ctx *ctx_cov(const char *policy, gx_place_type *types, int n, double coverage)
+{
+    gx_place_workload wl = { n, types, coverage };
+    gx_place_ctx *cx = gx_place_ctx_new(gx_place_policy_by_name(policy), n ? &wl : NULL, 42);
+    cr_assert_not_null(cx, "policy %s", policy);
+    return cx;
+}
+
+static gx_place_ctx *ctx(const char *policy, gx_place_type *types, int n)
+{
+    return ctx_cov(policy, types, n, 1.0);
+}
+
+/* ---- models, names, workload --------------------------------------------------------- */
+
+Test(place_model, ids_and_masks)
+{
+    gx_place_models m = { 0 };
+    cr_assert_eq(gx_place_model_id(&m, "T4"), 0);
+    cr_assert_eq(gx_place_model_id(&m, "V100M16"), 1);
+    cr_assert_eq(gx_place_model_id(&m, "T4"), 0);
+    cr_assert_eq(gx_place_model_id(&m, ""), -1);
+    uint64_t mask;
+    cr_assert_eq(gx_place_models_mask(&m, "V100M16|A10", &mask), 0);
+    cr_assert_eq(mask, (UINT64_C(1) << 1) | (UINT64_C(1) << 2));
+    cr_assert_eq(gx_place_models_mask(&m, "", &mask), 0);
+    cr_assert_eq(mask, 0);
+}
+
+Test(place_model, policy_names)
+{
+    const char *names[] = { "random", "dot-product", "gpu-packing", "gpu-clustering",
+                            "best-fit", "fgd", "ours" };
+    for (int i = 0; i < GX_PLACE_NPOLICIES; i++) {
+        const gx_place_policy *p = gx_place_policy_by_name(names[i]);
+        cr_assert_not_null(p, "%s", names[i]);
+        cr_assert_str_eq(p->name, names[i]);
+        cr_assert_eq(gx_place_policy_at(i), p);
+    }
+    cr_assert_null(gx_place_policy_by_name("first-fit"));
+    cr_assert_not_null(gx_place_policy_by_name(GX_PLACE_DEFAULT_POLICY));
+}
+
+Test(place_model, workload_types_sorted_by_count)
+{
+    gx_place_pod pods[6] = { share(1000, 500), whole(2000, 1), share(1000, 500),
+                             whole(2000, 1), share(1000, 500), { .cpu_milli = 500 } };
+    gx_place_type t[8];
+    int n = gx_place_workload_from_pods(pods, 6, t, 8);
+    cr_assert_eq(n, 3);
+    cr_assert_eq(t[0].gpu_milli, 500);
+    cr_assert_float_eq(t[0].p, 0.5, 1e-9);
+    cr_assert_eq(t[1].num_gpu, 1);
+    cr_assert_eq(t[1].gpu_milli, 1000);
+    cr_assert_float_eq(t[1].p, 2.0 / 6, 1e-9);
+    cr_assert_eq(t[2].num_gpu, 0);
+}
+
+/* ---- feasibility, commit, release ---------------------------------------------------- */
+
+Test(place_fit, cpu_memory_model_and_gpu_room)
+{
+    gx_place_node n = node(8000, 2);
+    n.gpu_free[0] = 300;
+    n.gpu_free[1] = 1000;
+    cr_assert(gx_place_fits(&n, &(gx_place_pod){ .cpu_milli = 8000 }));
+    cr_assert_not(gx_place_fits(&n, &(gx_place_pod){ .cpu_milli = 8001 }));
+    cr_assert_not(gx_place_fits(&n, &(gx_place_pod){ .mem_mib = (1 << 20) + 1 }));
+    cr_assert(gx_place_fits(&n, &(gx_place_pod){ .num_gpu = 1, .gpu_milli = 1000 }));
+    cr_assert_not(gx_place_fits(&n, &(gx_place_pod){ .num_gpu = 2, .gpu_milli = 1000 }),
+                  "only one GPU is wholly free");
+    gx_place_pod p = share(0, 300);
+    p.models = UINT64_C(1) << 3;             /* model 3 only; the node is model 0 */
+    cr_assert_not(gx_place_fits(&n, &p));
+    p.models |= 1;
+    cr_assert(gx_place_fits(&n, &p));
+    p.gpu_mem_mib = 20000;                   /* more than the 16 GiB per GPU */
+    cr_assert_not(gx_place_fits(&n, &p));
+}
+
+Test(place_commit, release_restores_the_node)
+{
+    gx_place_ctx *cx = ctx("best-fit", NULL, 0);
+    gx_place_node n = node(16000, 4), before;
+    n.gpu_free[1] = 600;
+    before = n;
+    gx_place_pod p = whole(4000, 2);
+    gx_place_assign a;
+    cr_assert_eq(gx_place_choose(cx, &n, 1, NULL, &p, &a), 0);
+    cr_assert_eq(a.num, 2);
+    cr_assert_eq(a.gpu[0], 0, "lowest-index wholly free GPUs");
+    cr_assert_eq(a.gpu[1], 2);
+    cr_assert(gx_place_commit(cx, &n, &p, &a));
+    cr_assert_eq(n.gpu_free[0], 0);
+    cr_assert_eq(n.cpu_free, 12000);
+    cr_assert(gx_place_release(cx, &n, &p, &a));
+    cr_assert_eq(memcmp(&n, &before, sizeof n), 0);
+    cr_assert_not(gx_place_release(cx, &n, &p, &a), "a second release is refused");
+    gx_place_ctx_free(cx);
+}
+
+Test(place_commit, nothing_fits)
+{
+    gx_place_ctx *cx = ctx("fgd", NULL, 0);
+    gx_place_node n[2] = { node(1000, 1), node(1000, 1) };
+    gx_place_pod p = whole(500, 2);
+    gx_place_assign a;
+    cr_assert_eq(gx_place_choose(cx, n, 2, NULL, &p, &a), -1);
+    cr_assert_eq(a.node, -1);
+    gx_place_pod bad = { .num_gpu = 2, .gpu_milli = 500 };   /* shares only with one GPU */
+    cr_assert_eq(gx_place_choose(cx, n, 2, NULL, &bad, &a), -1);
+    gx_place_ctx_free(cx);
+}
+
+/* ---- best-fit ------------------------------------------------------------------------ */
+
+Test(place_best_fit, score_formula_and_choice)
+{
+    gx_place_ctx *cx = ctx("best-fit", NULL, 0);
+    /* node 0: 64 CPUs, 8 free GPUs; node 1: 64 CPUs, 2 free GPUs */
+    gx_place_node n[2] = { node(64000, 8), node(64000, 2) };
+    gx_place_pod p = whole(32000, 1);
+    gx_place_assign a;
+    /* node 1: int(100 (1 - 0.5*32000/128000 - 0.5*1000/8000)) = int(81.25) = 81 */
+    cr_assert_eq(gx_place_choose(cx, n, 2, NULL, &p, &a), 1);
+    cr_assert_eq(a.score, 81);
+    gx_place_ctx_free(cx);
+}
+
+Test(place_best_fit, sharing_pod_takes_the_tightest_gpu)
+{
+    gx_place_ctx *cx = ctx("best-fit", NULL, 0);
+    gx_place_node n = node(8000, 3);
+    n.gpu_free[0] = 1000;
+    n.gpu_free[1] = 400;
+    n.gpu_free[2] = 700;
+    gx_place_pod p = share(100, 350);
+    gx_place_assign a;
+    cr_assert_eq(gx_place_choose(cx, &n, 1, NULL, &p, &a), 0);
+    cr_assert_eq(a.gpu[0], 1, "400 free is the least room that still fits 350");
+    gx_place_ctx_free(cx);
+}
+
+/* ---- FGD ------------------------------------------------------------------------------ */
+
+Test(place_fgd, fragmentation_by_hand)
+{
+    /* types: a 500 share and one whole GPU, half each. GPUs free {300, 1000}:
+     * share 500 runs (1000 >= 500); fragment = GPUs with less than 500: 300 -> 0.5*300
+     * whole runs (one full GPU);     fragment = GPUs with less than 1000: 300 -> 0.5*300
+     * F = 300. With 10 CPUs free and types asking 20, nothing runs: F = all idle = 1300. */
+    gx_place_type t[2] = { { 1000, 1, 500, 0, 0.5 }, { 1000, 1, 1000, 0, 0.5 } };
+    gx_place_ctx *cx = ctx("fgd", t, 2);
+    gx_place_node n = node(10000, 2);
+    n.gpu_free[0] = 300;
+    cr_assert_float_eq(gx_place_frag(cx, &n), 300.0, 1e-9);
+    t[0].cpu_milli = t[1].cpu_milli = 20000;
+    gx_place_ctx *cx2 = ctx("fgd", t, 2);
+    cr_assert_float_eq(gx_place_frag(cx2, &n), 1300.0, 1e-9);
+    gx_place_ctx_free(cx);
+    gx_place_ctx_free(cx2);
+}
+
+Test(place_fgd, sharing_pod_fills_the_fragment)
+{
+    /* Only whole-GPU pods follow. GPUs free {1000, 500}: F = 500. A 500 share on GPU 1
+     * leaves {1000, 0}: F = 0, dF = +500, score int(100 sigmoid(0.5)) = 62. On GPU 0 it
+     * leaves {500, 500}: F = 1000, score int(100 sigmoid(-0.5)) = 37. */
+    gx_place_type t[1] = { { 0, 1, 1000, 0, 1.0 } };
+    gx_place_ctx *cx = ctx("fgd", t, 1);
+    gx_place_node n = node(8000, 2);
+    n.gpu_free[1] = 500;
+    gx_place_pod p = share(100, 500);
+    gx_place_assign a;
+    cr_assert_eq(gx_place_choose(cx, &n, 1, NULL, &p, &a), 0);
+    cr_assert_eq(a.gpu[0], 1);
+    cr_assert_eq(a.score, 62);
+    gx_place_ctx_free(cx);
+}
+
+Test(place_fgd, ties_go_to_the_first_node_in_order)
+{
+    gx_place_type t[1] = { { 0, 1, 1000, 0, 1.0 } };
+    gx_place_ctx *cx = ctx("fgd", t, 1);
+    gx_place_node n[3] = { node(8000, 2), node(8000, 2), node(8000, 2) };
+    int order[3] = { 2, 0, 1 };
+    gx_place_pod p = whole(100, 1);
+    gx_place_assign a;
+    cr_assert_eq(gx_place_choose(cx, n, 3, order, &p, &a), 2);
+    cr_assert_eq(gx_place_choose(cx, n, 3, NULL, &p, &a), 0);
+    gx_place_ctx_free(cx);
+}
+
+Test(place_fgd, no_workload_uses_the_pod_itself)
+{
+    /* Without a workload the pod is the only type: two 0.5 pods on one node with two
+     * GPUs share a GPU and keep the other whole (a one-node daemon). */
+    gx_place_ctx *cx = ctx("fgd", NULL, 0);
+    gx_place_node n = node(8000, 2);
+    gx_place_pod p = share(100, 500);
+    gx_place_assign a;
+    for (int i = 0; i < 2; i++) {
+        cr_assert_eq(gx_place_choose(cx, &n, 1, NULL, &p, &a), 0);
+        cr_assert(gx_place_commit(cx, &n, &p, &a));
+    }
+    cr_assert_eq(n.gpu_free[0] + n.gpu_free[1], 1000);
+    cr_assert(n.gpu_free[0] == 1000 || n.gpu_free[1] == 1000);
+    gx_place_ctx_free(cx);
+}
+
+/* ---- gpu-packing ------------------------------------------------------------------- */
+
+Test(place_gpu_packing, shared_gpu_then_used_node_then_idle_node)
+{
+    gx_place_ctx *cx = ctx("gpu-packing", NULL, 0);
+    gx_place_node idle = node(8000, 8), used = node(8000, 2), shared = node(8000, 2);
+    used.gpu_free[0] = 0;                     /* one GPU taken, one wholly free */
+    shared.gpu_free[0] = 600;                 /* a GPU already shared */
+    shared.gpu_free[1] = 0;
+    gx_place_pod p = share(100, 500);
+    gx_place_assign a;
+    /* idle: max(33 - 8, 8) = 25; used: 50 - 1 = 49; shared: 100 - 60/10 = 94 */
+    gx_place_node all[3] = { idle, used, shared };
+    cr_assert_eq(gx_place_choose(cx, all, 3, NULL, &p, &a), 2);
+    cr_assert_eq(a.score, 94);
+    cr_assert_eq(gx_place_choose(cx, all, 2, NULL, &p, &a), 1);
+    cr_assert_eq(a.score, 49);
+    cr_assert_eq(gx_place_choose(cx, all, 1, NULL, &p, &a), 0);
+    cr_assert_eq(a.score, 25);
+    gx_place_ctx_free(cx);
+}
+
+/* ---- gpu-clustering ------------------------------------------------------------------ */
+
+Test(place_gpu_clustering, same_shape_first)
+{
+    gx_place_ctx *cx = ctx("gpu-clustering", NULL, 0);
+    gx_place_node n[3] = { node(64000, 8), node(64000, 8), node(64000, 8) };
+    gx_place_assign a;
+    gx_place_pod w = whole(1000, 1), s = share(1000, 300);
+    /* node 1 runs a whole-GPU pod, node 2 a sharing pod, node 0 nothing */
+    cr_assert(gx_place_pick_whole(&n[1], &w, &a));
+    cr_assert(gx_place_commit(cx, &n[1], &w, &a));
+    cr_assert(gx_place_pick_share_bestfit(&n[2], &s, &a));
+    cr_assert(gx_place_commit(cx, &n[2], &s, &a));
+    /* another sharing pod: node 2 (only its shape): 75 + 25*(8000-7700)/8000 = 75 */
+    cr_assert_eq(gx_place_choose(cx, n, 3, NULL, &s, &a), 2);
+    cr_assert_eq(a.score, 75);
+    /* a whole-GPU pod: node 1 (75 + 25*1000/8000 = 78) */
+    cr_assert_eq(gx_place_choose(cx, n, 3, NULL, &w, &a), 1);
+    cr_assert_eq(a.score, 78);
+    /* a CPU-only pod scores 0 everywhere: first node */
+    gx_place_pod c = { .cpu_milli = 100 };
+    cr_assert_eq(gx_place_choose(cx, n, 3, NULL, &c, &a), 0);
+    gx_place_ctx_free(cx);
+}
+
+/* ---- dot-product --------------------------------------------------------------------- */
+
+Test(place_dot_product, least_aligned_node)
+{
+    gx_place_ctx *cx = ctx("dot-product", NULL, 0);
+    /* pod (64000 cpu, 1 GPU). node 0: 128000 cpu, 8 GPUs free -> dot = (1*0.5 +
+     * 1*0.125)/2 = 0.3125 -> 68; node 1: 64000 cpu, 1 GPU free -> (0.25 + 0.015625)/2
+     * -> int(100 * 0.8671875) = 86: the node with less left wins. */
+    gx_place_node n[2] = { node(128000, 8), node(64000, 1) };
+    gx_place_pod p = whole(64000, 1);
+    gx_place_assign a;
+    cr_assert_eq(gx_place_choose(cx, n, 2, NULL, &p, &a), 1);
+    cr_assert_eq(a.score, 86);
+    gx_place_ctx_free(cx);
+}
+
+/* ---- random ------------------------------------------------------------------------ */
+
+Test(place_random, only_feasible_nodes_all_of_them)
+{
+    gx_place_ctx *cx = ctx("random", NULL, 0);
+    gx_place_node n[3] = { node(8000, 1), node(100, 1), node(8000, 1) };
+    gx_place_pod p = whole(4000, 1);
+    int hits[3] = { 0 };
+    gx_place_assign a;
+    for (int i = 0; i < 400; i++) hits[gx_place_choose(cx, n, 3, NULL, &p, &a)]++;
+    cr_assert_eq(hits[1], 0, "node 1 lacks CPU");
+    cr_assert_gt(hits[0], 120);
+    cr_assert_gt(hits[2], 120);
+    gx_place_ctx_free(cx);
+    /* the same seed gives the same choices */
+    gx_place_ctx *c1 = ctx("random", NULL, 0), *c2 = ctx("random", NULL, 0);
+    for (int i = 0; i < 20; i++)
+        cr_assert_eq(gx_place_choose(c1, n, 3, NULL, &p, &a), gx_place_choose(c2, n, 3, NULL, &p, &a));
+    gx_place_ctx_free(c1);
+    gx_place_ctx_free(c2);
+}
+
+/* ---- ours ------------------------------------------------------------------------------ */
+
+Test(place_ours, keeps_the_only_home_of_a_big_shape_empty)
+{
+    /* Ten small nodes (2 GPUs, 32 CPUs) and one big node (8 GPUs, 128 CPUs). The workload
+     * is 1-GPU pods (90 %) and 8-GPU pods needing 120 CPUs (10 %); FGD's fragmentation
+     * covers the 90 % only, so it scores all empty nodes 50 and takes the first, the big
+     * node. Only the big node (1 of 11, at most a tenth) can host the 8-GPU shape, so
+     * ours opens a small node instead. */
+    gx_place_type t[2] = { { 8000, 1, 1000, 0, 0.9 }, { 120000, 8, 1000, 0, 0.1 } };
+    gx_place_ctx *ours = ctx_cov("ours", t, 2, 0.9), *fgd = ctx_cov("fgd", t, 2, 0.9);
+    gx_place_node n[11];
+    n[0] = node(128000, 8);
+    for (int i = 1; i < 11; i++) n[i] = node(32000, 2);
+    gx_place_pod p = whole(8000, 1);
+    gx_place_assign a;
+    cr_assert_eq(gx_place_choose(fgd, n, 11, NULL, &p, &a), 0);
+    cr_assert_eq(a.score, 50);
+    cr_assert_eq(gx_place_choose(ours, n, 11, NULL, &p, &a), 1);
+    /* once the big node is in use, it is filled like any other */
+    gx_place_assign b;
+    cr_assert(gx_place_pick_whole(&n[0], &p, &b));
+    cr_assert(gx_place_commit(ours, &n[0], &p, &b));
+    cr_assert_eq(gx_place_choose(ours, n, 11, NULL, &p, &a), 0);
+    gx_place_ctx_free(ours);
+    gx_place_ctx_free(fgd);
+}
+
+Test(place_ours, avoids_stranding_gpus_without_cpu)
+{
+    /* Two nodes with 2 idle GPUs each; node 0 has 20 CPUs free, node 1 has 40. The only
+     * GPU type needs 10 CPUs per GPU. A CPU-only pod of 10 CPUs: on node 0 it leaves 10
+     * CPUs, so one GPU can never be used (fill-fragmentation +1000); on node 1, 30 CPUs
+     * still feed both GPUs. FGD sees no difference (the type still fits once) and takes
+     * the first node; ours takes node 1. */
+    gx_place_type t[1] = { { 10000, 1, 1000, 0, 1.0 } };
+    gx_place_ctx *ours = ctx("ours", t, 1), *fgd = ctx("fgd", t, 1);
+    gx_place_node n[2] = { node(20000, 2), node(40000, 2) };
+    gx_place_pod c = { .cpu_milli = 10000 };
+    gx_place_assign a;
+    cr_assert_eq(gx_place_choose(fgd, n, 2, NULL, &c, &a), 0);
+    cr_assert_eq(gx_place_choose(ours, n, 2, NULL, &c, &a), 1);
+    gx_place_ctx_free(ours);
+    gx_place_ctx_free(fgd);
+}
+
+/* ---- memo ------------------------------------------------------------------------------ */
+
+Test(place_memo, a_changed_node_is_scored_again)
+{
+    gx_place_type t[1] = { { 0, 1, 1000, 0, 1.0 } };
+    gx_place_ctx *cx = ctx("fgd", t, 1);
+    gx_place_node n[2] = { node(8000, 2), node(8000, 2) };
+    gx_place_pod p = share(100, 500);
+    gx_place_assign a;
+    /* first pod: both nodes alike, node 0 */
+    cr_assert_eq(gx_place_choose(cx, n, 2, NULL, &p, &a), 0);
+    cr_assert(gx_place_commit(cx, &n[0], &p, &a));
+    /* second pod: node 0 now has a 500 fragment that it fills (score 62 > 37) */
+    cr_assert_eq(gx_place_choose(cx, n, 2, NULL, &p, &a), 0);
+    cr_assert_eq(a.gpu[0], 0);
+    cr_assert_eq(a.score, 62);
+    cr_assert(gx_place_commit(cx, &n[0], &p, &a));
+    /* node 0 GPU 0 is full: a third pod goes to node 0 GPU 1 or node 1, never GPU 0 */
+    cr_assert_geq(gx_place_choose(cx, n, 2, NULL, &p, &a), 0);
+    cr_assert(a.node == 1 || a.gpu[0] == 1);
+    gx_place_ctx_free(cx);
+}
+
+Test(place_memo, one_array_reused_for_other_nodes)
+{
+    /* a daemon may rebuild its node array in place: nothing cached may leak across */
+    gx_place_type t[2] = { { 8000, 1, 1000, 0, 0.9 }, { 120000, 8, 1000, 0, 0.1 } };
+    gx_place_ctx *cx = ctx_cov("ours", t, 2, 0.9);
+    gx_place_node n[11];
+    gx_place_pod p = whole(8000, 1);
+    gx_place_assign a;
+    for (int round = 0; round < 2; round++) {
+        n[0] = node(128000, 8);              /* the only home of the 8-GPU shape */
+        for (int i = 1; i < 11; i++) n[i] = node(32000, 2);
+        cr_assert_eq(gx_place_choose(cx, n, 11, NULL, &p, &a), 1);
+        for (int i = 0; i < 11; i++) n[i] = node(32000, 2);   /* now all alike */
+        n[0].gpu_free[1] = 0;                /* node 0 is the tightest fit for FGD too */
+        cr_assert_eq(gx_place_choose(cx, n, 11, NULL, &p, &a), 0);
+    }
+    gx_place_ctx_free(cx);
+}
