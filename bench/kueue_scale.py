@@ -17,13 +17,15 @@ Configurations:
   baseline     5 cohorts x 6 CQs,    per CQ 350/100/50  -> 15,000 workloads
   large-scale  10 cohorts x 100 CQs, per CQ 35/10/5     -> 50,000 workloads
                (the reference's 50 per CQ, in the baseline's 7:2:1 mix)
-Usage: kueue_scale.py CONFIG OUTFILE
+  mid          2 cohorts x 100 CQs, per CQ 35/10/5      -> 10,000 (for profiling)
+Usage: kueue_scale.py {baseline|large-scale|mid} OUTFILE
 """
 import sys
 
 CONFIGS = {
     "baseline": (5, 6, (350, 100, 50)),
     "large-scale": (10, 100, (35, 10, 5)),
+    "mid": (2, 100, (35, 10, 5)),
 }
 CLASSES = (  # name, request cpu, runtime ms, priority, interval ms
     ("small", 1, 200, 50, 100),
@@ -34,7 +36,7 @@ CLASSES = (  # name, request cpu, runtime ms, priority, interval ms
 
 def main():
     if len(sys.argv) != 3 or sys.argv[1] not in CONFIGS:
-        sys.stderr.write("usage: kueue_scale.py {baseline|large-scale} OUTFILE\n")
+        sys.stderr.write("usage: kueue_scale.py {baseline|large-scale|mid} OUTFILE\n")
         return 2
     cohorts, cqs, counts = CONFIGS[sys.argv[1]]
     out = open(sys.argv[2], "w")
@@ -53,12 +55,16 @@ def main():
               "      resources: [{name: cpu, nominalQuota: 20, borrowingLimit: 100}]\n" % (name, c))
             w("---\napiVersion: kueue.x-k8s.io/v1beta2\nkind: LocalQueue\nmetadata: {name: %s, namespace: %s}\n"
               "spec: {clusterQueue: %s}\n" % (name, name, name))
+    # Workloads as one JSON object per document (JSON is YAML; the scenario runner
+    # reads such documents with the JSON parser, which keeps the load cheap).
     for name in names:
         for set_idx, (cls, req, run, prio, every) in enumerate(CLASSES):
             for i in range(counts[set_idx]):
-                w("---\napiVersion: kueue.x-k8s.io/v1beta2\nkind: Workload\n"
-                  "metadata: {name: %s-%d-%d-0, namespace: %s, annotations: {gpuaas.dev/submit-at: %dms, gpuaas.dev/run-for: %dms}}\n"
-                  "spec: {queueName: %s, priority: %d, podSets: [{name: main, count: 1, template: {spec: {containers: [{name: c, resources: {requests: {cpu: \"%d\"}}}]}}}]}\n"
+                w('---\n{"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload", '
+                  '"metadata": {"name": "%s-%d-%d-0", "namespace": "%s", "annotations": '
+                  '{"gpuaas.dev/submit-at": "%dms", "gpuaas.dev/run-for": "%dms"}}, '
+                  '"spec": {"queueName": "%s", "priority": %d, "podSets": [{"name": "main", "count": 1, '
+                  '"template": {"spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "%d"}}}]}}}]}}\n'
                   % (cls, set_idx, i, name, (i + 1) * every, run, name, prio, req))
     out.close()
     return 0

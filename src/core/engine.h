@@ -100,6 +100,12 @@ typedef struct gx_action {
     char by[256];          /* preemptor key for GX_ACT_PREEMPT, else "" */
     char reason[64];       /* Kueue reason: "Preempted", "MaximumExecutionTimeExceeded", ... */
     char message[256];
+    /* added: the state at the time of the action (GX_ACT_ADMIT: where it was admitted).
+     * GX_ACT_PREEMPT reasons: InClusterQueue, InCohortReclamation,
+     * InCohortReclaimWhileBorrowing, InCohortFairSharing (by = preemptor); or
+     * ClusterQueueStopped / LocalQueueStopped when a HoldAndDrain stop evicted it (by = ""). */
+    char cluster_queue[128];   /* the workload's ClusterQueue, "" if none */
+    char flavors[256];         /* GX_ACT_ADMIT: "res=flavor,res=flavor" in resource-name order */
 } gx_action;
 
 /* One scheduling pass at now_ms: deactivate workloads whose time ran out, preempt, and
@@ -145,7 +151,10 @@ json_t *gx_engine_workloads(const gx_engine *e, const gx_wl_filter *f, int64_t n
  *   "resources":[{"flavor","resource","nominalQuota","borrowingLimit","lendingLimit",
  *                 "usage": quantity strings}],
  *   "pendingWorkloads": n, "admittedWorkloads": n, "admittedTotal": n since start,
- *   "evictedTotal": n}]  */
+ *   "evictedTotal": n}]
+ * added: "pendingActive"/"pendingInadmissible" (Kueue's kueue_pending_workloads status
+ * split), "preemptingTotal" (workloads this queue's workloads preempted), "inactiveReason",
+ * "fairSharingWeight", "weightedShare" (Kueue's status.fairSharing.weightedShare). */
 json_t *gx_engine_cluster_queues(const gx_engine *e);
 
 /* LocalQueues (optionally only some namespaces):
@@ -167,10 +176,16 @@ int gx_engine_prepare(gx_engine *e, const json_t *job, gx_wl_spec **out, gx_err 
 /* Takes ownership of spec (freed on error too). Errors as gx_engine_submit(). */
 int gx_engine_submit_spec(gx_engine *e, gx_wl_spec *spec, int64_t now_ms, gx_err *err);
 void gx_engine_spec_free(gx_wl_spec *spec);
+/* The spec's "namespace/name" key (name generated from metadata.generateName if needed). */
+const char *gx_engine_spec_key(const gx_wl_spec *spec, char *buf, size_t n);
 
 /* An admitted workload's admission, cheaply: {"clusterQueue","flavors":{res:flavor},
  * "counts":[pods per pod set]}, or NULL when it is not admitted. */
 json_t *gx_engine_admission(const gx_engine *e, const char *key);
+
+/* The ClusterQueue a workload is queued in or admitted to (NULL when unknown or none);
+ * the pointer stays valid until the next change of the engine. Cheap. */
+const char *gx_engine_workload_cq(const gx_engine *e, const char *key);
 
 /* Number of workloads in a state ("Pending", "Admitted", "Finished", "Deactivated"). */
 size_t gx_engine_count(const gx_engine *e, const char *state);

@@ -106,6 +106,10 @@ static int flavor_matches(const gx_engine *e, const gx_podset *p, int f, gx_why 
         const char *v = gx_engine_obj_label(&rf->node_labels, p->node_selector.k[i]);
         if (v && strcmp(v, p->node_selector.v[i])) { set_why(why, GX_WHY_NO_FLAVOR_MATCH, f, -1, ps, 2); return 0; }
     }
+    if (!gx_engine_obj_affinity_match(p->affinity, &rf->node_labels, &rf->node_labels)) {
+        set_why(why, GX_WHY_NO_FLAVOR_MATCH, f, -1, ps, 2);
+        return 0;
+    }
     return 1;
 }
 
@@ -167,8 +171,11 @@ static int find_flavor(gx_engine *e, int cqi, const gx_wl *w, int ps, int g, int
 
 void gx_engine_assign(gx_engine *e, const gx_wl *w, const int32_t *counts, gx_assign *a)
 {
-    memset(a, 0, sizeof *a);
+    /* no memset of the whole struct (5 KB): only [ps][r] below nps/nreq are read */
     a->mode = GX_M_FIT;
+    a->borrow = 0;
+    a->n_use = 0;
+    memset(&a->why, 0, sizeof a->why);
     const gx_cq *c = &e->cqs[w->cq];
     for (int ps = 0; ps < w->s.nps; ps++) {
         const gx_podset *p = &w->s.ps[ps];

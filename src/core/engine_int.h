@@ -8,9 +8,12 @@
  * parsed once from JSON into structs. The quota tree (Kueue's resource nodes: cohorts
  * and cluster queues with dense per-fr arrays) is derived from the objects and rebuilt
  * when an object changes; usage is then re-added from the admitted workloads.
- * Each cluster queue holds its pending workloads in a binary heap ordered as Kueue's
- * queue (priority, then queue timestamp, then arrival sequence) plus an "inadmissible"
- * set for BestEffortFIFO heads set aside until something changes. */
+ * Each cluster queue holds its pending workloads in Kueue's queue order (priority, then
+ * queue timestamp, then arrival sequence), grouped by scheduling hash so that a
+ * BestEffortFIFO head that does not fit sets its whole group aside until something
+ * changes (engine_queue.c). Files: obj (objects, validation), quota (resource tree),
+ * queue, assign (flavor assignment), preempt (preemption, partial admission), fair
+ * (dominant resource share), sched (the pass), place (devices), wl (workloads), view. */
 #ifndef GX_ENGINE_INT_H
 #define GX_ENGINE_INT_H
 #include <stdint.h>
@@ -93,6 +96,26 @@ typedef struct gx_quota_spec {
     int64_t fs_weight;           /* milli; default 1000 */
 } gx_quota_spec;
 
+/* Pending workloads of one ClusterQueue, grouped by scheduling hash (same shape and
+ * priority): each group is a heap in queue order; the active groups form a heap
+ * ordered by their first workload. A BestEffortFIFO head that does not fit parks its
+ * whole group (Kueue's inadmissible set with SchedulingEquivalenceHashing) until a
+ * cluster event wakes the queue. See engine_queue.c. */
+typedef struct gx_qgroup {
+    uint64_t hash;
+    int *h; int n, cap;          /* workload indices, heap in queue order */
+    int gpos;                    /* index in gheap, -1 when not active */
+    int ppos;                    /* index in gpark, -1 when not parked */
+} gx_qgroup;
+
+typedef struct gx_queue {
+    gx_qgroup *g; int n_g, cap_g;
+    int *gheap; int gheap_n, gheap_cap;
+    int *gpark; int gpark_n, gpark_cap;
+    uint64_t *mk; int *mv; int mcap, mused;   /* hash -> group (open addressing) */
+    int pending;                 /* workloads queued in all groups */
+} gx_queue;
+
 typedef struct gx_cq {
     char *name;
     json_t *manifest;
@@ -109,15 +132,14 @@ typedef struct gx_cq {
     const char *inactive_reason; /* "Stopped", "FlavorNotFound", "CohortHasCycle" */
     int *res_rg;                 /* [n_res_map] resource id -> rg index or -1 */
     int n_res_map;
-    /* queue */
-    int *heap; int heap_n, heap_cap;
-    int *inadm; int inadm_n, inadm_cap;
+    gx_queue q;                  /* pending workloads (engine_queue.c) */
     int ready;                   /* in engine ready list */
     int blocked;                 /* StrictFIFO head blocked during this schedule() */
     int *adm; int adm_n, adm_cap;    /* admitted workloads (indices) */
     /* counters */
     int admitted_now;
     int64_t admitted_total, evicted_total;
+    int64_t preempting_total;    /* workloads preempted by this queue's workloads */
 } gx_cq;
 
 typedef struct gx_cohort {
@@ -178,6 +200,7 @@ typedef struct gx_podset {
     int64_t *req;                /* per pod, milli */
     gx_labels node_selector;
     int n_tols; gx_toler *tols;
+    json_t *affinity;            /* required node affinity terms (nodeSelectorTerms), or NULL */
 } gx_podset;
 
 /* Why a workload is pending: rendered into a condition message by the views. */
@@ -216,6 +239,7 @@ typedef struct gx_psadm {        /* admission of one podset */
 struct gx_wl_spec {              /* a parsed workload (before it is queued) */
     char *ns, *name, *kind, *lq_name, *pc_name;
     int has_priority; int32_t priority;
+    int32_t boost;               /* annotation kueue.x-k8s.io/priority-boost */
     int64_t max_exec_s;          /* 0 = none */
     int64_t acc_ms;
     int nps;
@@ -237,8 +261,9 @@ typedef struct gx_wl {
     int *pl_node;                /* [total pods] node per pod, placement */
     int n_pl_dev; int *pl_dev;   /* pairs (node, gpu) * n, with pod in pl_devpod */
     int *pl_devpod;
-    int heap_pos;                /* index in cq heap or -1 */
-    int inadm_pos;               /* index in cq inadm or -1 */
+    int heap_pos;                /* index in its group's heap, -1 when not queued */
+    int qgroup;                  /* group index in its cq's queue, -1 when not queued */
+    uint64_t hash;               /* scheduling hash: shape and priority */
     gx_why why;
     gx_cond cond[GX_C_N];
     int max_exec_tracked;        /* counted in e->n_max_exec */
@@ -260,6 +285,7 @@ struct gx_engine {
     gx_wl *wls; int n_wl, cap_wl; gx_smap wl_map;
     int *free_wl; int n_free_wl, cap_free_wl;
     uint64_t seq;
+    uint64_t gen_seq;            /* metadata.generateName suffixes */
     /* quota tree */
     int dirty;
     gx_qnode *nodes_q; int n_qn;
@@ -268,8 +294,12 @@ struct gx_engine {
     int *ready; int n_ready, cap_ready;
     int n_max_exec;              /* admitted workloads with a maximum execution time */
     int orphans;                 /* pending workloads without a ClusterQueue exist */
+    /* bumped on every real usage change; keys the preemption search cache */
+    uint64_t qversion;
+    struct { uint64_t wseq; int fr; int64_t val; uint64_t ver; int n; int *t; int *v; } pcache;
     /* quota reserved for preemptors without targets during one cycle */
     int *rsv_node, *rsv_fr; int64_t *rsv_amt; int n_rsv, cap_rsv;
+    struct gx_entry *ents; int cap_ents;   /* scratch heads of a cycle (engine_sched.c) */
     /* actions being produced by schedule() */
     gx_action *acts; size_t n_acts, cap_acts;
 };
@@ -286,6 +316,10 @@ int gx_engine_obj_parse_labels(const json_t *o, gx_labels *out, const char *fiel
 int gx_engine_obj_parse_tols(const json_t *a, gx_toler **out, int *n, const char *field, gx_err *err);
 int gx_engine_obj_tolerates(const gx_taint *t, const gx_toler *tols, int n_tols);
 const char *gx_engine_obj_label(const gx_labels *l, const char *k);
+/* Required node affinity (nodeSelectorTerms, ORed) against labels; with only_keys,
+ * expressions on other keys are ignored (Kueue's flavorSelector). 1 = matches. */
+int gx_engine_obj_affinity_match(const json_t *terms, const gx_labels *labels, const gx_labels *only_keys);
+int gx_engine_obj_parse_affinity(const json_t *spec, json_t **out, const char *field, gx_err *err);
 
 /* engine_quota.c */
 void gx_engine_quota_rebuild(gx_engine *e);
@@ -372,8 +406,14 @@ void gx_engine_queue_wake(gx_engine *e, int cq);              /* inadmissible ->
 void gx_engine_queue_wake_tree(gx_engine *e, int cq);         /* whole cohort tree */
 void gx_engine_queue_wake_all(gx_engine *e);
 void gx_engine_queue_free(gx_cq *cq);
-/* pending workloads of a cq in queue order (heap + inadmissible); malloc'd */
+/* pending workloads of a cq in queue order (active and parked); malloc'd */
 int *gx_engine_queue_sorted(const gx_engine *e, int cq, int *n);
+/* 0-based position of a pending workload in its ClusterQueue and LocalQueue */
+void gx_engine_queue_position(const gx_engine *e, const gx_wl *w, int *pcq, int *plq);
+uint64_t gx_engine_queue_hash(const gx_wl *w);
+int gx_engine_queue_parked(const gx_cq *c);   /* pending workloads set aside (inadmissible) */
+static inline int gx_engine_queue_pending(const gx_cq *c) { return c->q.pending; }
+static inline int gx_engine_queue_active(const gx_cq *c) { return c->q.gheap_n > 0; }
 
 /* engine_place.c: whole-GPU placement (the seam for src/core/place*) */
 int gx_engine_place_try(gx_engine *e, gx_wl *w, int commit, char *why, size_t why_n);

@@ -67,6 +67,74 @@ int gx_engine_obj_parse_labels(const json_t *o, gx_labels *out, const char *fiel
     return 0;
 }
 
+static const char *opt_str(const json_t *o, const char *k);
+
+/* spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution
+ * .nodeSelectorTerms, validated; *out = a copy of the terms or NULL. */
+int gx_engine_obj_parse_affinity(const json_t *spec, json_t **out, const char *field, gx_err *err)
+{
+    *out = NULL;
+    const json_t *req = json_object_get(json_object_get(json_object_get(spec, "affinity"), "nodeAffinity"),
+                                        "requiredDuringSchedulingIgnoredDuringExecution");
+    if (!req) return 0;
+    const json_t *terms = json_object_get(req, "nodeSelectorTerms");
+    char f[256];
+    snprintf(f, sizeof f, "%s.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms", field);
+    if (!json_is_array(terms)) return gx_errf(err, 422, f, "must be a list of terms");
+    for (size_t i = 0; i < json_array_size(terms); i++) {
+        const json_t *ex = json_object_get(json_array_get(terms, i), "matchExpressions");
+        for (size_t j = 0; j < json_array_size(ex); j++) {
+            const char *op = opt_str(json_array_get(ex, j), "operator"), *k = opt_str(json_array_get(ex, j), "key");
+            if (!k || !op || (strcmp(op, "In") && strcmp(op, "NotIn") && strcmp(op, "Exists") && strcmp(op, "DoesNotExist")
+                               && strcmp(op, "Gt") && strcmp(op, "Lt"))) {
+                char g[320];
+                snprintf(g, sizeof g, "%s[%zu].matchExpressions[%zu]", f, i, j);
+                return gx_errf(err, 422, g, "a match expression needs a key and an operator In, NotIn, Exists, DoesNotExist, Gt or Lt");
+            }
+        }
+    }
+    *out = json_deep_copy(terms);
+    return 0;
+}
+
+static int expr_match(const json_t *x, const gx_labels *labels)
+{
+    const char *key = opt_str(x, "key"), *op = opt_str(x, "operator");
+    const char *v = gx_engine_obj_label(labels, key);
+    const json_t *vals = json_object_get(x, "values");
+    if (!strcmp(op, "Exists")) return v != NULL;
+    if (!strcmp(op, "DoesNotExist")) return v == NULL;
+    if (!v) return 0;
+    if (!strcmp(op, "Gt") || !strcmp(op, "Lt")) {
+        const char *w = json_string_value(json_array_get(vals, 0));
+        if (!w) return 0;
+        long long a = strtoll(v, NULL, 10), b = strtoll(w, NULL, 10);
+        return !strcmp(op, "Gt") ? a > b : a < b;
+    }
+    int in = 0;
+    for (size_t i = 0; i < json_array_size(vals) && !in; i++)
+        in = json_is_string(json_array_get(vals, i)) && !strcmp(json_string_value(json_array_get(vals, i)), v);
+    return !strcmp(op, "In") ? in : !in;
+}
+
+int gx_engine_obj_affinity_match(const json_t *terms, const gx_labels *labels, const gx_labels *only_keys)
+{
+    if (!terms || !json_array_size(terms)) return 1;
+    for (size_t i = 0; i < json_array_size(terms); i++) {
+        const json_t *ex = json_object_get(json_array_get(terms, i), "matchExpressions");
+        int used = 0, ok = 1;
+        for (size_t j = 0; j < json_array_size(ex) && ok; j++) {
+            const json_t *x = json_array_get(ex, j);
+            if (only_keys && !gx_engine_obj_label(only_keys, opt_str(x, "key"))) continue;
+            used++;
+            ok = expr_match(x, labels);
+        }
+        if (only_keys && !used) return 1;      /* a term with no relevant key matches any flavor */
+        if (ok) return 1;
+    }
+    return 0;
+}
+
 static const char *opt_str(const json_t *o, const char *k)
 {
     const json_t *v = json_object_get(o, k);
@@ -196,7 +264,7 @@ static int parse_limit(const json_t *r, const char *k, int64_t *out, const char 
     const json_t *v = json_object_get(r, k);
     *out = GX_NIL;
     if (!v || json_is_null(v)) return 0;
-    char f[192];
+    char f[256];
     snprintf(f, sizeof f, "%s.%s", field, k);
     return gx_quantity_from_json(v, out, f, err);
 }
@@ -456,13 +524,13 @@ static int apply_cq(gx_engine *e, const json_t *obj, gx_err *err)
         gx_engine_util_smap_put(&e->cq_map, c.name, i);
     } else {
         gx_cq *o = &e->cqs[i];
-        c.heap = o->heap; c.heap_n = o->heap_n; c.heap_cap = o->heap_cap;
-        c.inadm = o->inadm; c.inadm_n = o->inadm_n; c.inadm_cap = o->inadm_cap;
+        c.q = o->q;
         c.ready = o->ready;
         c.adm = o->adm; c.adm_n = o->adm_n; c.adm_cap = o->adm_cap;
         c.admitted_now = o->admitted_now;
         c.admitted_total = o->admitted_total;
         c.evicted_total = o->evicted_total;
+        c.preempting_total = o->preempting_total;
         cq_free_spec(o);
     }
     c.node = -1;
@@ -666,7 +734,7 @@ int gx_engine_obj_lq_cq(const gx_engine *e, int lq)
 static int cq_in_use(const gx_engine *e, int ci)
 {
     const gx_cq *c = &e->cqs[ci];
-    return c->heap_n || c->inadm_n || c->admitted_now;
+    return gx_engine_queue_pending(c) || c->admitted_now;
 }
 
 int gx_engine_delete(gx_engine *e, const char *kind, const char *ns, const char *name, gx_err *err)

@@ -131,6 +131,7 @@ static int node_fits_pod(const gx_engine *e, const gx_node *n, const gx_wl *w, i
         const char *v = gx_engine_obj_label(&n->labels, p->node_selector.k[i]);
         if (!v || strcmp(v, p->node_selector.v[i])) return 0;
     }
+    if (!gx_engine_obj_affinity_match(p->affinity, &n->labels, NULL)) return 0;
     for (int r = 0; r < p->nreq; r++) {
         const gx_rf *rf = &e->rfs[w->adm[ps].flv[r]];
         for (int i = 0; i < rf->node_labels.n; i++) {

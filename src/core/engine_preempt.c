@@ -23,7 +23,9 @@
 
 enum { V_NEVER = 0, V_WITHIN, V_HIER, V_NOBORROW, V_WHILEBORROW, V_FAIR };
 
-typedef struct cand { int wi; int variant; int lca; } cand;
+/* A candidate with its sort key precomputed (other queue first, lower priority,
+ * later admission, lower sequence), so sorting does not chase workload pointers. */
+typedef struct cand { int wi; int variant; int lca; int own; int32_t prio; int64_t adm; uint64_t seq; } cand;
 
 typedef struct pctx {
     gx_engine *e;
@@ -84,10 +86,11 @@ static int classify(const pctx *p, const gx_wl *cw, int hier_adv)
 
 typedef struct clist { cand *v; int n, cap; } clist;
 
-static void cl_add(clist *l, int wi, int variant, int lca)
+static void cl_add(const pctx *p, clist *l, int wi, int variant, int lca)
 {
+    const gx_wl *w = &p->e->wls[wi];
     GX_GROW(l->v, l->n, l->cap);
-    l->v[l->n++] = (cand){wi, variant, lca};
+    l->v[l->n++] = (cand){wi, variant, lca, w->cq == p->cq, w->priority, w->admitted_at, w->seq};
 }
 
 static void from_cq(const pctx *p, int cqi, int lca, int hier_adv, clist *out)
@@ -95,7 +98,7 @@ static void from_cq(const pctx *p, int cqi, int lca, int hier_adv, clist *out)
     const gx_cq *c = &p->e->cqs[cqi];
     for (int i = 0; i < c->adm_n; i++) {
         int v = classify(p, &p->e->wls[c->adm[i]], hier_adv);
-        if (v != V_NEVER) cl_add(out, c->adm[i], v, lca);
+        if (v != V_NEVER) cl_add(p, out, c->adm[i], v, lca);
     }
 }
 
@@ -133,14 +136,12 @@ static int fit_in_quota(const gx_engine *e, int node, int64_t *rem, const pctx *
 
 static int cand_cmp(const void *a, const void *b, void *ctx)
 {
-    const pctx *p = ctx;
+    (void)ctx;
     const cand *x = a, *y = b;
-    const gx_wl *wx = &p->e->wls[x->wi], *wy = &p->e->wls[y->wi];
-    int ox = wx->cq == p->cq, oy = wy->cq == p->cq;
-    if (ox != oy) return ox - oy;                       /* other queues first */
-    if (wx->priority != wy->priority) return wx->priority < wy->priority ? -1 : 1;
-    if (wx->admitted_at != wy->admitted_at) return wx->admitted_at > wy->admitted_at ? -1 : 1;
-    return wx->seq < wy->seq ? -1 : wx->seq > wy->seq;
+    if (x->own != y->own) return x->own - y->own;       /* other queues first */
+    if (x->prio != y->prio) return x->prio < y->prio ? -1 : 1;
+    if (x->adm != y->adm) return x->adm > y->adm ? -1 : 1;
+    return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
 static void collect(const pctx *p, clist *all, int *no_other, int *no_hier)
@@ -169,7 +170,7 @@ static void collect(const pctx *p, clist *all, int *no_other, int *no_hier)
     all->n = 0;
     clist *parts[3] = {&hier, &prio, &same};
     for (int i = 0; i < 3; i++) {
-        for (int k = 0; k < parts[i]->n; k++) cl_add(all, parts[i]->v[k].wi, parts[i]->v[k].variant, parts[i]->v[k].lca);
+        for (int k = 0; k < parts[i]->n; k++) { GX_GROW(all->v, all->n, all->cap); all->v[all->n++] = parts[i]->v[k]; }
         free(parts[i]->v);
     }
 }
@@ -310,32 +311,54 @@ static void fair_candidates(const pctx *p, clist *all)
                 const gx_wl *cw = &e->wls[e->cqs[i].adm[k]];
                 if (!uses_frs(e, cw, p)) continue;
                 if (c->p_reclaim == GX_PW_LOWER && cw->priority >= p->w->priority) continue;
-                cl_add(all, e->cqs[i].adm[k], V_FAIR, -1);
+                cl_add(p, all, e->cqs[i].adm[k], V_FAIR, -1);
             }
         }
     }
     if (all->n) qsort_r(all->v, (size_t)all->n, sizeof(cand), cand_cmp, (void *)p);
 }
 
-typedef struct fcq { int cq; int64_t share; int *wl; int n, off; } fcq;
+typedef struct fcq { int cq; int *wl; int n, off; int dropped; } fcq;
 
-static int64_t cq_share(const pctx *p, int cqi, const gx_wl *without)
+/* The "almost least common ancestors" of the preemptor's queue and a target queue:
+ * the two children of their lowest common ancestor on each side (Kueue compares the
+ * shares of these, so that fairness is judged between siblings of the tree). */
+static void almost_lca(const gx_engine *e, int pnode, int tnode, int *ap, int *at)
 {
-    gx_engine *e = p->e;
-    int node = e->cqs[cqi].node;
-    if (!without) return gx_engine_fair_drs(e, node, NULL, NULL, 0, 1);
-    return gx_engine_fair_drs(e, node, without->use_fr, without->use_amt, without->n_use, -1);
+    int path[64], np = 0;
+    for (int n = pnode; n >= 0 && np < 64; n = e->nodes_q[n].parent) path[np++] = n;
+    int child = tnode;
+    for (int n = e->nodes_q[tnode].parent; n >= 0; child = n, n = e->nodes_q[n].parent)
+        for (int k = 1; k < np; k++)
+            if (path[k] == n) { *ap = path[k - 1]; *at = child; return; }
+    *ap = pnode;
+    *at = tnode;
 }
 
-static int fcq_pop(fcq *v, int n)
+static int64_t node_share(const gx_engine *e, int node)
 {
-    int best = -1;
-    for (int i = 0; i < n; i++)
-        if (v[i].off < v[i].n && v[i].share >= 0 && (best < 0 || v[i].share > v[best].share)) best = i;
-    return best;
+    return gx_engine_fair_drs(e, node, NULL, NULL, 0, 1);
 }
 
-static int build_fcq(const pctx *p, const int *wls, int nw, int first_only, fcq **out)
+static void preemptor_usage(pctx *p, int sign)
+{
+    int node = p->e->cqs[p->cq].node;
+    for (int k = 0; k < p->nreq; k++) {
+        if (sign > 0) gx_engine_quota_add(p->e, node, p->req_fr[k], p->req_amt[k]);
+        else gx_engine_quota_sub(p->e, node, p->req_fr[k], p->req_amt[k]);
+    }
+}
+
+/* The fit test runs on the real state: take the simulated preemptor usage out. */
+static int fits_now(pctx *p)
+{
+    preemptor_usage(p, -1);
+    int ok = wl_fits(p, 1);
+    preemptor_usage(p, +1);
+    return ok;
+}
+
+static int build_fcq(const pctx *p, const int *wls, int nw, fcq **out)
 {
     fcq *v = NULL;
     int n = 0, cap = 0;
@@ -344,15 +367,50 @@ static int build_fcq(const pctx *p, const int *wls, int nw, int first_only, fcq 
         for (k = 0; k < n && v[k].cq != cqi; k++) {}
         if (k == n) {
             GX_GROW(v, n, cap);
-            v[n] = (fcq){cqi, cq_share(p, cqi, NULL), malloc((size_t)nw * sizeof(int)), 0, 0};
+            v[n] = (fcq){cqi, malloc((size_t)nw * sizeof(int)), 0, 0, 0};
             n++;
-        } else if (first_only) continue;
+        }
         v[k].wl[v[k].n++] = wls[i];
     }
     *out = v;
     return n;
 }
 
+static void free_fcq(fcq *v, int n)
+{
+    for (int i = 0; i < n; i++) free(v[i].wl);
+    free(v);
+}
+
+/* Kueue's target queue ordering: the queue whose (almost-LCA) share is highest; queues
+ * with no candidates left, and other queues that do not borrow, drop out. Ties go to
+ * the later queue, as Kueue's ">=" walk over a cohort's children does. */
+static int pick_fcq(pctx *p, fcq *v, int n)
+{
+    const gx_engine *e = p->e;
+    int best = -1;
+    int64_t best_share = -1;
+    int pnode = e->cqs[p->cq].node;
+    for (int i = 0; i < n; i++) {
+        if (v[i].dropped) continue;
+        if (v[i].off >= v[i].n) { v[i].dropped = 1; continue; }
+        int ap, at;
+        almost_lca(e, pnode, e->cqs[v[i].cq].node, &ap, &at);
+        int64_t sh = v[i].cq == p->cq ? node_share(e, pnode) : node_share(e, at);
+        if (sh == 0 && v[i].cq != p->cq) { v[i].dropped = 1; continue; }
+        if (sh >= best_share) { best_share = sh; best = i; }
+    }
+    return best;
+}
+
+static int fcq_cmp(const void *a, const void *b)
+{
+    return ((const fcq *)a)->cq - ((const fcq *)b)->cq;
+}
+
+/* Kueue fairPreemptionStrategy: rule S2-a (LessThanOrEqualToFinalShare) over the
+ * ordered target queues, then S2-b (LessThanInitialShare) over what S2-a rejected; the
+ * preemptor's usage is simulated while shares are computed. */
 static int fair(pctx *p, int **targets, int **variants)
 {
     gx_engine *e = p->e;
@@ -361,76 +419,68 @@ static int fair(pctx *p, int **targets, int **variants)
     if (!all.n) { free(all.v); return 0; }
     *targets = malloc((size_t)all.n * sizeof(int));
     *variants = malloc((size_t)all.n * sizeof(int));
-    int same_only = 1;
-    for (int i = 0; i < all.n; i++) if (e->wls[all.v[i].wi].cq != p->cq) same_only = 0;
-    if (same_only) {
-        int n = minimal(p, &all, 1, *targets, *variants);
-        free(all.v);
-        return n;
-    }
-    const gx_cq *c = &e->cqs[p->cq];
-    int has_th = c->p_borrow != GX_PW_NEVER;
-    int32_t th = p->w->priority;
-    if (has_th && c->has_borrow_threshold && c->borrow_threshold < th) th = c->borrow_threshold + 1;
     int *ids = malloc((size_t)all.n * sizeof(int)), *retry = malloc((size_t)all.n * sizeof(int));
     int nretry = 0, nt = 0, fits = 0;
     for (int i = 0; i < all.n; i++) ids[i] = all.v[i].wi;
+    int pnode = e->cqs[p->cq].node;
+    preemptor_usage(p, +1);
     fcq *h;
-    int nh = build_fcq(p, ids, all.n, 0, &h);
-    int node = c->node;
-    int64_t nom_share = gx_engine_fair_drs(e, node, p->req_fr, p->req_amt, p->nreq, 1);
+    int nh = build_fcq(p, ids, all.n, &h);
+    qsort(h, (size_t)nh, sizeof *h, fcq_cmp);
     while (!fits) {
-        int k = fcq_pop(h, nh);
+        int k = pick_fcq(p, h, nh);
         if (k < 0) break;
         fcq *q = &h[k];
         if (q->cq == p->cq) {
             int wi = q->wl[q->off++];
             remove_wl(e, &e->wls[wi], -1);
             (*targets)[nt] = wi; (*variants)[nt++] = V_WITHIN;
-            if (wl_fits(p, 1)) { fits = 1; break; }
-            nom_share = gx_engine_fair_drs(e, node, p->req_fr, p->req_amt, p->nreq, 1);
-            q->share = cq_share(p, q->cq, NULL);
+            fits = fits_now(p);
             continue;
         }
+        int ap, at;
+        almost_lca(e, pnode, e->cqs[q->cq].node, &ap, &at);
+        int64_t pns = node_share(e, ap), tos = node_share(e, at);
         int took = 0;
-        while (q->off < q->n) {
+        while (q->off < q->n && pns <= tos) {
             int wi = q->wl[q->off++];
-            const gx_wl *cw = &e->wls[wi];
-            int below = has_th && cw->priority < th;
-            int64_t new_cand = cq_share(p, q->cq, cw);
-            int strat = nom_share <= new_cand;                  /* LessThanOrEqualToFinalShare */
-            if (below || strat) {
-                remove_wl(e, &e->wls[wi], -1);
-                (*targets)[nt] = wi; (*variants)[nt++] = strat ? V_FAIR : V_WHILEBORROW;
-                if (wl_fits(p, 1)) fits = 1;
-                else if (q->off < q->n && cq_borrowing(p, q->cq)) q->share = new_cand;
-                else q->share = -1;                           /* not pushed back */
+            remove_wl(e, &e->wls[wi], -1);
+            int64_t tns = node_share(e, at);
+            if (pns <= tns) {
+                (*targets)[nt] = wi; (*variants)[nt++] = V_FAIR;
+                fits = fits_now(p);
                 took = 1;
-                break;
+                break;                                  /* shares changed: pick again */
             }
+            remove_wl(e, &e->wls[wi], +1);
             retry[nretry++] = wi;
         }
-        if (!took) q->share = -1;
+        if (!took) {
+            while (q->off < q->n) retry[nretry++] = q->wl[q->off++];
+            q->dropped = 1;
+        }
     }
-    for (int i = 0; i < nh; i++) free(h[i].wl);
-    free(h);
-    if (!fits && nretry) {                                   /* LessThanInitialShare */
-        nh = build_fcq(p, retry, nretry, 1, &h);
+    free_fcq(h, nh);
+    if (!fits && nretry) {
+        nh = build_fcq(p, retry, nretry, &h);
+        qsort(h, (size_t)nh, sizeof *h, fcq_cmp);
         while (!fits) {
-            int k = fcq_pop(h, nh);
+            int k = pick_fcq(p, h, nh);
             if (k < 0) break;
             fcq *q = &h[k];
-            if (nom_share < q->share) {
+            int ap, at;
+            almost_lca(e, pnode, e->cqs[q->cq].node, &ap, &at);
+            if (node_share(e, ap) < node_share(e, at)) {
                 int wi = q->wl[0];
                 remove_wl(e, &e->wls[wi], -1);
                 (*targets)[nt] = wi; (*variants)[nt++] = V_FAIR;
-                if (wl_fits(p, 1)) fits = 1;
+                fits = fits_now(p);
             }
-            q->off = q->n;
+            q->dropped = 1;
         }
-        for (int i = 0; i < nh; i++) free(h[i].wl);
-        free(h);
+        free_fcq(h, nh);
     }
+    preemptor_usage(p, -1);
     free(ids);
     free(retry);
     free(all.v);
@@ -450,6 +500,31 @@ static int fair(pctx *p, int **targets, int **variants)
     }
     for (int i = 0; i < nt; i++) remove_wl(e, &e->wls[(*targets)[i]], +1);
     return nt;
+}
+
+/* The oracle (one flavor-resource) and the target search for a one-resource
+ * assignment ask the same question; remember the last answer until usage changes. */
+static void cache_store(gx_engine *e, const gx_wl *w, int fr, int64_t val, const int *t, const int *v, int n)
+{
+    e->pcache.wseq = w->seq;
+    e->pcache.fr = fr;
+    e->pcache.val = val;
+    e->pcache.ver = e->qversion;
+    e->pcache.n = n;
+    e->pcache.t = gx_engine_util_xrealloc(e->pcache.t, (size_t)(n ? n : 1) * sizeof(int));
+    e->pcache.v = gx_engine_util_xrealloc(e->pcache.v, (size_t)(n ? n : 1) * sizeof(int));
+    if (n) { memcpy(e->pcache.t, t, (size_t)n * sizeof(int)); memcpy(e->pcache.v, v, (size_t)n * sizeof(int)); }
+}
+
+static int cache_hit(gx_engine *e, const gx_wl *w, int fr, int64_t val, int **t, int **v, int *n)
+{
+    if (e->pcache.wseq != w->seq || e->pcache.fr != fr || e->pcache.val != val || e->pcache.ver != e->qversion)
+        return 0;
+    *n = e->pcache.n;
+    *t = malloc((size_t)(*n ? *n : 1) * sizeof(int));
+    *v = malloc((size_t)(*n ? *n : 1) * sizeof(int));
+    if (*n) { memcpy(*t, e->pcache.t, (size_t)*n * sizeof(int)); memcpy(*v, e->pcache.v, (size_t)*n * sizeof(int)); }
+    return 1;
 }
 
 static void ctx_init(pctx *p, gx_engine *e, int cq, const gx_wl *w)
@@ -473,6 +548,7 @@ int gx_engine_preempt_simulate(gx_engine *e, int cq, const gx_wl *w, int fr, int
     p.req_amt[0] = val;
     int *t = NULL, *v = NULL;
     int n = e->opts.fair_sharing ? fair(&p, &t, &v) : classical(&p, &t, &v);
+    cache_store(e, w, fr, val, t, v, n);
     int mr;
     int node = e->cqs[cq].node;
     if (!n) {
@@ -507,7 +583,12 @@ void gx_engine_preempt_targets(gx_engine *e, int cq, const gx_wl *w, gx_assign *
     if (a->n_use) memcpy(p.req_fr, a->use_fr, (size_t)a->n_use * sizeof(int));
     if (a->n_use) memcpy(p.req_amt, a->use_amt, (size_t)a->n_use * sizeof(int64_t));
     int *t = NULL, *v = NULL;
-    int k = e->opts.fair_sharing ? fair(&p, &t, &v) : classical(&p, &t, &v);
+    int k;
+    if (p.nfr == 1 && p.nreq == 1 && p.req_fr[0] == p.fr[0] && cache_hit(e, w, p.fr[0], p.req_amt[0], &t, &v, &k)) {
+        /* the oracle just searched exactly this: same workload, fr, amount, state */
+    } else {
+        k = e->opts.fair_sharing ? fair(&p, &t, &v) : classical(&p, &t, &v);
+    }
     if (!k) { free(t); free(v); *targets = NULL; *n = 0; return; }
     /* remember each target's reason until issued */
     for (int i = 0; i < k; i++) e->wls[t[i]].pvariant = v[i];
@@ -530,6 +611,8 @@ void gx_engine_preempt_issue(gx_engine *e, gx_wl *preemptor, const int *targets,
         gx_engine_wl_set_cond(t, GX_C_PREEMPTED, 1, reason, gx_engine_util_xstrdup(msg), now);
         gx_engine_wl_evict(e, t, "Preempted", gx_engine_util_xstrdup(msg), now);
         gx_engine_sched_act(e, GX_ACT_PREEMPT, t, preemptor->key, reason, msg);
+        gx_engine_queue_wake_tree(e, t->cq);     /* its quota is free again: a cluster event */
+        if (preemptor->cq >= 0) e->cqs[preemptor->cq].preempting_total++;
     }
 }
 
@@ -585,6 +668,7 @@ void gx_engine_reserve_begin(gx_engine *e) { e->n_rsv = 0; }
 void gx_engine_reserve_end(gx_engine *e)
 {
     for (int i = e->n_rsv - 1; i >= 0; i--) gx_engine_quota_sub(e, e->rsv_node[i], e->rsv_fr[i], e->rsv_amt[i]);
+    if (e->n_rsv) e->qversion++;
     e->n_rsv = 0;
 }
 
@@ -614,6 +698,7 @@ void gx_engine_preempt_reserve(gx_engine *e, int cq, const gx_assign *a)
             e->rsv_amt = gx_engine_util_xrealloc(e->rsv_amt, (size_t)e->cap_rsv * sizeof(int64_t));
         }
         gx_engine_quota_add(e, node, fr, want);
+        e->qversion++;
         e->rsv_node[e->n_rsv] = node;
         e->rsv_fr[e->n_rsv] = fr;
         e->rsv_amt[e->n_rsv++] = want;

@@ -255,6 +255,7 @@ void gx_engine_quota_rebuild(gx_engine *e)
     for (int i = 0; i < e->n_cq; i++)
         if (e->nodes_q[e->n_co + i].parent < 0) accumulate(e, e->n_co + i, nfr);
     e->dirty = 0;
+    e->qversion++;
     for (int w = 0; w < e->n_wl; w++) {
         gx_wl *wl = &e->wls[w];
         if (!wl->live || wl->state != GX_WL_ADMITTED || wl->cq < 0) continue;

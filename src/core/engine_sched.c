@@ -26,6 +26,26 @@ void gx_engine_sched_act(gx_engine *e, gx_act_kind k, const gx_wl *w, const char
     snprintf(a->by, sizeof a->by, "%s", by ? by : "");
     snprintf(a->reason, sizeof a->reason, "%s", reason ? reason : "");
     snprintf(a->message, sizeof a->message, "%s", msg ? msg : "");
+    if (w->cq >= 0 && w->cq < e->n_cq) snprintf(a->cluster_queue, sizeof a->cluster_queue, "%s", e->cqs[w->cq].name);
+    if (k == GX_ACT_ADMIT && w->adm) {
+        /* resource=flavor pairs sorted by resource name (few: insertion sort) */
+        const char *rn[64], *fn[64];
+        int n = 0;
+        for (int ps = 0; ps < w->s.nps; ps++)
+            for (int r = 0; r < w->s.ps[ps].nreq && n < 64; r++) {
+                const char *res = e->res.s[w->s.ps[ps].res[r]], *flv = e->flv.s[w->adm[ps].flv[r]];
+                int dup = 0;
+                for (int i = 0; i < n; i++) dup |= !strcmp(rn[i], res);
+                if (dup) continue;
+                int j = n++;
+                for (; j > 0 && strcmp(rn[j - 1], res) > 0; j--) { rn[j] = rn[j - 1]; fn[j] = fn[j - 1]; }
+                rn[j] = res;
+                fn[j] = flv;
+            }
+        size_t off = 0;
+        for (int i = 0; i < n && off < sizeof a->flavors; i++)
+            off += (size_t)snprintf(a->flavors + off, sizeof a->flavors - off, "%s%s=%s", i ? "," : "", rn[i], fn[i]);
+    }
 }
 
 /* Reserve quota and devices for an assignment and mark the workload admitted. */
@@ -44,6 +64,7 @@ void gx_engine_sched_admit(gx_engine *e, gx_wl *w, const gx_assign *a, int64_t n
     if (a->n_use) memcpy(w->use_fr, a->use_fr, (size_t)a->n_use * sizeof(int));
     if (a->n_use) memcpy(w->use_amt, a->use_amt, (size_t)a->n_use * sizeof(int64_t));
     for (int u = 0; u < a->n_use; u++) gx_engine_quota_add(e, node, a->use_fr[u], a->use_amt[u]);
+    e->qversion++;
     if (emit) {
         char why[160];
         gx_engine_place_try(e, w, 1, why, sizeof why);
@@ -53,8 +74,8 @@ void gx_engine_sched_admit(gx_engine *e, gx_wl *w, const gx_assign *a, int64_t n
     memset(&w->why, 0, sizeof w->why);
     char msg[300];
     snprintf(msg, sizeof msg, "Quota reserved in ClusterQueue %s", e->cqs[w->cq].name);
-    gx_engine_wl_set_cond(w, GX_C_QUOTA, 1, "QuotaReserved", gx_engine_util_xstrdup(msg), now);
-    gx_engine_wl_set_cond(w, GX_C_ADMITTED, 1, "Admitted", gx_engine_util_xstrdup("The workload is admitted"), now);
+    gx_engine_wl_set_cond(w, GX_C_QUOTA, 1, "QuotaReserved", NULL, now);     /* message rendered by the view */
+    gx_engine_wl_set_cond(w, GX_C_ADMITTED, 1, "Admitted", NULL, now);
     if (w->cond[GX_C_EVICTED].set) gx_engine_wl_set_cond(w, GX_C_EVICTED, 0, "QuotaReserved", NULL, now);
     if (w->cond[GX_C_PREEMPTED].set) gx_engine_wl_set_cond(w, GX_C_PREEMPTED, 0, "QuotaReserved", NULL, now);
     if (w->cond[GX_C_REQUEUED].set) gx_engine_wl_set_cond(w, GX_C_REQUEUED, 1, "QuotaReserved", NULL, now);
@@ -126,10 +147,14 @@ static void drain(gx_engine *e, int64_t now)
 }
 
 /* Classic entry order: lower borrowing first, then priority, then queue order. */
+typedef struct ent_ctx { const gx_engine *e; const entry *ents; } ent_ctx;
+
+/* Sorts indices into the cycle's entries (an entry is ~5 KB: never move them). */
 static int entry_cmp(const void *pa, const void *pb, void *ctx)
 {
-    const gx_engine *cmp_e = ctx;
-    const entry *a = pa, *b = pb;
+    const ent_ctx *c = ctx;
+    const entry *a = &c->ents[*(const int *)pa], *b = &c->ents[*(const int *)pb];
+    const gx_engine *cmp_e = c->e;
     if (a->inadmissible != b->inadmissible) return a->inadmissible - b->inadmissible;
     int ba = a->a.borrow, bb = b->a.borrow;
     if (ba != bb) return ba < bb ? -1 : 1;
@@ -180,10 +205,29 @@ static void nominate(gx_engine *e, entry *en)
     }
 }
 
+/* Would the assignment's pods get devices (always true without Nodes)? */
+static int place_ok(gx_engine *e, gx_wl *w, const gx_assign *a)
+{
+    if (!e->n_nodes) return 1;
+    gx_psadm tmp[GX_MAX_PODSETS];
+    for (int ps = 0; ps < w->s.nps; ps++) { tmp[ps].count = a->count[ps]; tmp[ps].flv = (int *)a->flv[ps]; }
+    w->adm = tmp;
+    char why[160];
+    int ok = gx_engine_place_try(e, w, 0, why, sizeof why);
+    w->adm = NULL;
+    return ok;
+}
+
 static int process(gx_engine *e, entry *en, int64_t now, int *preempted, int *n_pre)
 {
     gx_wl *w = &e->wls[en->wi];
-    if (en->inadmissible) { requeue(e, en, 0); return 0; }
+    if (en->inadmissible) {
+        /* Kueue keeps a stopped LocalQueue's workloads out of the ClusterQueue's heap,
+         * so they never block a StrictFIFO queue: set them aside in both strategies */
+        if (w->why.kind == GX_WHY_LQ_STOPPED) gx_engine_queue_park(e, en->cq, en->wi);
+        else requeue(e, en, 0);
+        return 0;
+    }
     if (en->a.mode == GX_M_NOFIT) {
         w->why = en->a.why;
         requeue(e, en, 0);
@@ -205,6 +249,15 @@ static int process(gx_engine *e, entry *en, int64_t now, int *preempted, int *n_
                 }
         gx_engine_preempt_issue(e, w, en->targets, en->n_targets, now);
         for (int t = 0; t < en->n_targets; t++) preempted[(*n_pre)++] = en->targets[t];
+        /* Evictions here are instantaneous, so the preemptor's wait is over: Kueue
+         * would nominate it first next (sticky preemptor) and admit it on the quota
+         * its victims released. Doing that now keeps another head from taking that
+         * quota in between, which would only restart the preemption. */
+        gx_engine_assign(e, w, en->a.count, &en->a);
+        if (en->a.mode == GX_M_FIT && gx_engine_assign_fits(e, en->cq, &en->a) && place_ok(e, w, &en->a)) {
+            gx_engine_sched_admit(e, w, &en->a, now, 1);
+            return 1;
+        }
         memset(&w->why, 0, sizeof w->why);
         w->why.kind = GX_WHY_PREEMPTING;
         requeue(e, en, 1);
@@ -217,13 +270,7 @@ static int process(gx_engine *e, entry *en, int64_t now, int *preempted, int *n_
     }
     /* devices: the admission must also fit on concrete GPUs */
     if (e->n_nodes) {
-        gx_psadm tmp[GX_MAX_PODSETS];
-        for (int ps = 0; ps < w->s.nps; ps++) { tmp[ps].count = en->a.count[ps]; tmp[ps].flv = en->a.flv[ps]; }
-        w->adm = tmp;
-        char why[160];
-        int ok = gx_engine_place_try(e, w, 0, why, sizeof why);
-        w->adm = NULL;
-        if (!ok) {
+        if (!place_ok(e, w, &en->a)) {
             memset(&w->why, 0, sizeof w->why);
             w->why.kind = GX_WHY_NO_DEVICE;
             w->why.need = 0;
@@ -245,8 +292,8 @@ size_t gx_engine_schedule(gx_engine *e, int64_t now_ms, gx_action **out)
     expire(e, now_ms);
     drain(e, now_ms);
     for (int i = 0; i < e->n_cq; i++) e->cqs[i].blocked = 0;
-    entry *ents = NULL;
-    int cap = 0;
+    entry *ents = e->ents;           /* kept between passes: a cycle holds one entry per queue */
+    int cap = e->cap_ents;
     int *preempted = NULL, n_pre = 0, cap_pre = 0;
     /* Each cycle admits, preempts or sets aside at least one head; the guard only
      * protects against a preemption ping-pong that never settles. */
@@ -256,10 +303,14 @@ size_t gx_engine_schedule(gx_engine *e, int64_t now_ms, gx_action **out)
         for (int r = 0; r < e->n_ready; r++) {
             int ci = e->ready[r];
             gx_cq *c = &e->cqs[ci];
-            if (!c->heap_n) { c->ready = 0; e->ready[r--] = e->ready[--e->n_ready]; continue; }
+            if (!gx_engine_queue_active(c)) { c->ready = 0; e->ready[r--] = e->ready[--e->n_ready]; continue; }
             if (c->blocked || !c->active) continue;
             GX_GROW(ents, n, cap);
-            memset(&ents[n], 0, sizeof ents[n]);
+            ents[n].n_targets = 0;
+            ents[n].targets = NULL;
+            ents[n].inadmissible = 0;
+            ents[n].a.mode = GX_M_NOFIT;
+            ents[n].a.borrow = 0;
             ents[n].cq = ci;
             ents[n].wi = gx_engine_queue_pop(e, ci);
             n++;
@@ -267,10 +318,16 @@ size_t gx_engine_schedule(gx_engine *e, int64_t now_ms, gx_action **out)
         if (!n) break;
         gx_engine_reserve_begin(e);
         for (int i = 0; i < n; i++) nominate(e, &ents[i]);
+        n_pre = 0;                   /* overlap is checked within one cycle, as in Kueue */
         char *done = calloc((size_t)n, 1);
-        if (!e->opts.fair_sharing) qsort_r(ents, (size_t)n, sizeof *ents, entry_cmp, e);
+        int *order = malloc((size_t)n * sizeof(int));
+        for (int i = 0; i < n; i++) order[i] = i;
+        if (!e->opts.fair_sharing) {
+            ent_ctx ec = {e, ents};
+            qsort_r(order, (size_t)n, sizeof(int), entry_cmp, &ec);
+        }
         for (int k = 0; k < n; k++) {
-            int i = e->opts.fair_sharing ? gx_engine_fair_next(e, ents, n, done) : k;
+            int i = e->opts.fair_sharing ? gx_engine_fair_next(e, ents, n, done) : order[k];
             if (i < 0) break;
             done[i] = 1;
             int need = n_pre + ents[i].n_targets;
@@ -282,9 +339,11 @@ size_t gx_engine_schedule(gx_engine *e, int64_t now_ms, gx_action **out)
             free(ents[i].targets);
         }
         free(done);
+        free(order);
         gx_engine_reserve_end(e);
     }
-    free(ents);
+    e->ents = ents;
+    e->cap_ents = cap;
     free(preempted);
     *out = NULL;
     if (e->n_acts) {

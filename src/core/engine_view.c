@@ -94,7 +94,7 @@ char *gx_engine_view_why(const gx_engine *e, const gx_wl *w)
         break;
     case GX_WHY_NO_FLAVOR_MATCH:
         snprintf(m, sizeof m, "couldn't assign flavors to pod set %s: flavor %s %s", psn, fname(e, y->flavor),
-                 y->need == 1 ? "has a taint the pod doesn't tolerate" : y->need == 2 ? "doesn't match the pod's nodeSelector" : "not found");
+                 y->need == 1 ? "has a taint the pod doesn't tolerate" : y->need == 2 ? "doesn't match the pod's nodeSelector or node affinity" : "not found");
         break;
     case GX_WHY_MAX_QUOTA:
         snprintf(m, sizeof m, "pod set %s needs %s %s in flavor %s, more than ClusterQueue %s can ever get (%s)", psn,
@@ -105,8 +105,14 @@ char *gx_engine_view_why(const gx_engine *e, const gx_wl *w)
         int n = snprintf(m, sizeof m, "waiting for %s %s in flavor %s: queue %s uses %s of %s", q(y->need, b1), rname(e, y->res),
                          fname(e, y->flavor), cqn, q(y->used, b2), q(y->nominal, b3));
         const char *co = w->cq >= 0 ? e->cqs[w->cq].cohort_name : NULL;
-        if (co && n > 0 && (size_t)n < sizeof m)
-            n += snprintf(m + n, sizeof m - (size_t)n, ", cohort %s can lend %s", co, q(y->lendable, b1));
+        int64_t own_free = y->nominal > y->used ? y->nominal - y->used : 0;
+        if (co && n > 0 && (size_t)n < sizeof m) {
+            if (y->avail >= own_free)
+                n += snprintf(m + n, sizeof m - (size_t)n, ", cohort %s can lend %s", co, q(y->lendable, b1));
+            else
+                n += snprintf(m + n, sizeof m - (size_t)n, ", only %s free: other queues of cohort %s borrow the rest",
+                              q(y->avail, b1), co);
+        }
         if (y->kind == GX_WHY_BORROW_LIMIT && n > 0 && (size_t)n < sizeof m)
             snprintf(m + n, sizeof m - (size_t)n, " (borrowingLimit reached)");
         break;
@@ -115,7 +121,8 @@ char *gx_engine_view_why(const gx_engine *e, const gx_wl *w)
         snprintf(m, sizeof m, "preempting workloads in ClusterQueue %s to make room; waiting for them to release their quota", cqn);
         break;
     case GX_WHY_NO_DEVICE:
-        snprintf(m, sizeof m, "quota fits but no node has %s free nvidia.com/gpu", q(y->need, b1));
+        if (y->need > 0) snprintf(m, sizeof m, "quota fits but no node has %s free nvidia.com/gpu", q(y->need, b1));
+        else snprintf(m, sizeof m, "quota fits but no node matches the flavor's nodeLabels and the pod's nodeSelector and tolerations");
         break;
     case GX_WHY_SKIPPED:
         snprintf(m, sizeof m, "Workload no longer fits after processing another workload");
@@ -198,10 +205,16 @@ static json_t *wl_json(const gx_engine *e, const gx_wl *w, int pcq, int plq)
         const char *reason = k->reason;
         char *msg = k->msg;
         int own = 0;
+        char tmp[320];
         if (c == GX_C_QUOTA && w->state == GX_WL_PENDING && !k->status) {
             reason = why_reason(e, w);
             msg = gx_engine_view_why(e, w);
             own = 1;
+        } else if (!msg && c == GX_C_QUOTA && k->status) {
+            snprintf(tmp, sizeof tmp, "Quota reserved in ClusterQueue %s", w->cq >= 0 ? e->cqs[w->cq].name : "?");
+            msg = tmp;
+        } else if (!msg && c == GX_C_ADMITTED && k->status) {
+            msg = (char *)"The workload is admitted";
         }
         gx_engine_view_time(k->t, t, sizeof t);
         json_array_append_new(conds, json_pack("{s:s, s:s, s:s, s:s, s:s}", "type", COND_TYPE[c], "status", k->status ? "True" : "False",
@@ -327,6 +340,11 @@ json_t *gx_engine_cluster_queues(const gx_engine *e)
                               "stopPolicy", STOP[c->stop], "active", c->active, "resources", quota_resources(e, &c->qs, c->node),
                               "pendingWorkloads", gx_engine_queue_pending(c), "admittedWorkloads", c->admitted_now,
                               "admittedTotal", (json_int_t)c->admitted_total, "evictedTotal", (json_int_t)c->evicted_total);
+        /* Kueue's kueue_pending_workloads{status="active|inadmissible"} split */
+        int parked = c->active ? gx_engine_queue_parked(c) : gx_engine_queue_pending(c);
+        json_object_set_new(o, "pendingActive", json_integer(gx_engine_queue_pending(c) - parked));
+        json_object_set_new(o, "pendingInadmissible", json_integer(parked));
+        json_object_set_new(o, "preemptingTotal", json_integer(c->preempting_total));
         if (c->cohort_name) json_object_set_new(o, "cohort", json_string(c->cohort_name));
         if (!c->active && c->inactive_reason) json_object_set_new(o, "inactiveReason", json_string(c->inactive_reason));
         json_object_set_new(o, "fairSharingWeight", json_real((double)c->qs.fs_weight / 1000.0));
@@ -380,6 +398,12 @@ json_t *gx_engine_local_queues(const gx_engine *e, const char *const *namespaces
     free(pend);
     free(use);
     return a;
+}
+
+const char *gx_engine_workload_cq(const gx_engine *e, const char *key)
+{
+    const gx_wl *w = key ? gx_engine_wl_get(e, key) : NULL;
+    return w && w->cq >= 0 && w->cq < e->n_cq ? e->cqs[w->cq].name : NULL;
 }
 
 json_t *gx_engine_admission(const gx_engine *e, const char *key)

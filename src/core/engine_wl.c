@@ -32,6 +32,7 @@ static void podsets_free(gx_podset *ps, int n)
         free(ps[i].req);
         gx_engine_obj_labels_free(&ps[i].node_selector);
         gx_engine_obj_tols_free(ps[i].tols, ps[i].n_tols);
+        json_decref(ps[i].affinity);
     }
     free(ps);
 }
@@ -41,6 +42,12 @@ void gx_engine_wl_spec_clear(struct gx_wl_spec *s)
     free(s->ns); free(s->name); free(s->kind); free(s->lq_name); free(s->pc_name);
     podsets_free(s->ps, s->nps);
     memset(s, 0, sizeof *s);
+}
+
+const char *gx_engine_spec_key(const gx_wl_spec *s, char *buf, size_t n)
+{
+    snprintf(buf, n, "%s/%s", s->ns, s->name);
+    return buf;
 }
 
 void gx_engine_spec_free(gx_wl_spec *s)
@@ -90,6 +97,12 @@ void gx_engine_free(gx_engine *e)
     free(e->fr_res);
     free(e->ready);
     free(e->acts);
+    free(e->ents);
+    free(e->pcache.t);
+    free(e->pcache.v);
+    free(e->rsv_node);
+    free(e->rsv_fr);
+    free(e->rsv_amt);
     free(e);
 }
 
@@ -201,6 +214,10 @@ static int parse_template(gx_engine *e, const json_t *tpl, const char *field, gx
     if (gx_engine_obj_parse_labels(json_object_get(spec, "nodeSelector"), &ps->node_selector, f, err) < 0) return -1;
     snprintf(f, sizeof f, "%s.spec.tolerations", field);
     if (gx_engine_obj_parse_tols(json_object_get(spec, "tolerations"), &ps->tols, &ps->n_tols, f, err) < 0) return -1;
+    snprintf(f, sizeof f, "%s.spec", field);
+    if (gx_engine_obj_parse_affinity(spec, &ps->affinity, f, err) < 0) return -1;
+    if (ps->nreq > GX_MAX_REQ - 1)
+        return gx_errf(err, 422, field, "a pod requests %d different resources; at most %d are supported", ps->nreq, GX_MAX_REQ - 1);
     /* drop zero requests: they need no quota */
     int j = 0;
     for (int i = 0; i < ps->nreq; i++)
@@ -317,9 +334,27 @@ int gx_engine_prepare(gx_engine *e, const json_t *job, gx_wl_spec **out, gx_err 
                        av ? av : "(no apiVersion)", kind ? kind : "(no kind)");
     const json_t *md = json_object_get(job, "metadata");
     const char *name = jstr(md, "name"), *ns = jstr(md, "namespace");
-    if (!name || !*name) return gx_errf(err, 422, "metadata.name", "metadata.name is required");
+    char gen[300];
+    if ((!name || !*name) && jstr(md, "generateName") && *jstr(md, "generateName")) {
+        /* Kubernetes appends 5 random characters; ours are deterministic (a counter) */
+        static const char digits[] = "0123456789bcdfghjklmnpqrstvwxz";
+        uint64_t n = ++e->gen_seq;
+        char suf[6];
+        for (int i = 4; i >= 0; i--) { suf[i] = digits[n % 30]; n /= 30; }
+        suf[5] = 0;
+        snprintf(gen, sizeof gen, "%s%s", jstr(md, "generateName"), suf);
+        name = gen;
+    }
+    if (!name || !*name) return gx_errf(err, 422, "metadata.name", "metadata.name (or metadata.generateName) is required");
     if (strlen(name) > 253 || (ns && strlen(ns) > 63)) return gx_errf(err, 422, "metadata.name", "name too long");
     gx_wl_spec *s = calloc(1, sizeof *s);
+    const char *boost = jstr(json_object_get(md, "annotations"), "kueue.x-k8s.io/priority-boost");
+    int64_t b = 0;
+    if (boost && parse_int_label(boost[0] == '-' ? boost + 1 : boost, 0, INT32_MAX, &b) < 0) {
+        free(s);
+        return gx_errf(err, 422, "metadata.annotations[\"kueue.x-k8s.io/priority-boost\"]", "must be a whole number, got \"%s\"", boost);
+    }
+    s->boost = (int32_t)(boost && boost[0] == '-' ? -b : b);
     s->name = gx_engine_util_xstrdup(name);
     s->ns = gx_engine_util_xstrdup(ns && *ns ? ns : "default");
     s->kind = gx_engine_util_xstrdup(kind);
@@ -362,6 +397,7 @@ static int resolve(gx_engine *e, const gx_wl_spec *s, int *lq, int *cq, int32_t 
         *prio = e->wpcs[p].value;
     }
     if (s->has_priority) *prio = s->priority;
+    *prio += s->boost;               /* Kueue's effective priority */
     *cq = gx_engine_obj_lq_cq(e, *lq);
     if (*cq >= 0) {
         gx_engine_quota_ensure(e);
@@ -393,6 +429,17 @@ int gx_engine_submit_spec(gx_engine *e, gx_wl_spec *s, int64_t now_ms, gx_err *e
     int lq = -1, cq = -1;
     int32_t prio = 0;
     if (resolve(e, s, &lq, &cq, &prio, err) < 0) { gx_engine_spec_free(s); return -1; }
+    if (cq >= 0) {
+        /* Kueue counts pods as a resource when the ClusterQueue covers "pods" */
+        int pods = gx_engine_util_lookup(&e->res, "pods");
+        const gx_cq *c = &e->cqs[cq];
+        if (pods >= 0 && pods < c->n_res_map && c->res_rg[pods] >= 0)
+            for (int i = 0; i < s->nps; i++) {
+                int has = 0;
+                for (int r = 0; r < s->ps[i].nreq; r++) has |= s->ps[i].res[r] == pods;
+                if (!has && s->ps[i].nreq < GX_MAX_REQ) add_req(e, &s->ps[i], "pods", 1000, 0);
+            }
+    }
     int wi = alloc_wl(e);
     gx_wl *w = &e->wls[wi];
     memset(w, 0, sizeof *w);
@@ -406,7 +453,8 @@ int gx_engine_submit_spec(gx_engine *e, gx_wl_spec *s, int64_t now_ms, gx_err *e
     w->seq = ++e->seq;
     w->created = w->queue_ts = now_ms;
     w->acc_ms = w->s.acc_ms;
-    w->heap_pos = w->inadm_pos = w->adm_pos = -1;
+    w->heap_pos = w->qgroup = w->adm_pos = -1;
+    w->hash = gx_engine_queue_hash(w);
     w->state = GX_WL_PENDING;
     w->why.kind = cq < 0 ? GX_WHY_NO_CQ : GX_WHY_QUEUED;
     gx_engine_wl_set_cond(w, GX_C_QUOTA, 0, "Pending", NULL, now_ms);
@@ -442,6 +490,7 @@ void gx_engine_wl_attach_orphans(gx_engine *e)
 void gx_engine_wl_release(gx_engine *e, gx_wl *w)
 {
     gx_engine_quota_ensure(e);
+    e->qversion++;
     if (w->cq >= 0) {
         int node = e->cqs[w->cq].node;
         for (int u = 0; u < w->n_use; u++) gx_engine_quota_sub(e, node, w->use_fr[u], w->use_amt[u]);

@@ -41,7 +41,7 @@ typedef struct event {
     unsigned gen;
 } event;
 
-typedef struct obj_rec { json_t *obj; const char *file; int line; } obj_rec;
+typedef struct obj_rec { json_t *obj; const char *file; int line, base; char *text; } obj_rec;   /* text, base: for error lines */
 
 typedef struct sim {
     gx_engine *e;
@@ -152,7 +152,14 @@ static int is_workload(const json_t *d)
 
 /* Take one parsed document: a workload becomes a submit event (after its spec is
  * parsed, so the JSON can go), anything else an apply event. */
-static int take_doc(sim *s, json_t *doc, const gx_linemap *lm, const char *file, int line)
+static void annotate(const gx_linemap *lm, int base, gx_err *err)
+{
+    gx_linemap_annotate(lm, err);
+    if (err->line > 0) err->line += base - 1;
+}
+
+/* line: where the document starts; base: first line of text (line maps count from it) */
+static int take_doc(sim *s, json_t *doc, const gx_linemap *lm, const char *file, int line, int base, const char *text, size_t tlen)
 {
     const json_t *kind = json_object_get(doc, "kind");
     const json_t *av = json_object_get(doc, "apiVersion");
@@ -162,13 +169,13 @@ static int take_doc(sim *s, json_t *doc, const gx_linemap *lm, const char *file,
     int64_t at = 0, run = -1;
     if (sa && parse_duration(sa, &at) < 0) {
         gx_errf(&err, 422, "metadata.annotations[\"" A_SUBMIT "\"]", "not a duration: \"%s\" (e.g. 0s, 90s, 5m)", sa);
-        gx_linemap_annotate(lm, &err);
+        annotate(lm, base, &err);
         report(file, line, &err);
         return -1;
     }
     if (rf && parse_duration(rf, &run) < 0) {
         gx_errf(&err, 422, "metadata.annotations[\"" A_RUNFOR "\"]", "not a duration: \"%s\" (e.g. 30s, 5m)", rf);
-        gx_linemap_annotate(lm, &err);
+        annotate(lm, base, &err);
         report(file, line, &err);
         return -1;
     }
@@ -181,16 +188,12 @@ static int take_doc(sim *s, json_t *doc, const gx_linemap *lm, const char *file,
     if (is_workload(doc)) {
         gx_wl_spec *spec;
         if (gx_engine_prepare(s->e, doc, &spec, &err) < 0) {
-            gx_linemap_annotate(lm, &err);
-            if (err.line > 0) err.line += line - 1;
+            annotate(lm, base, &err);
             report(file, line, &err);
             return -1;
         }
-        const json_t *md = json_object_get(doc, "metadata");
-        const json_t *ns = json_object_get(md, "namespace"), *nm = json_object_get(md, "name");
         char key[600];
-        snprintf(key, sizeof key, "%s/%s", json_is_string(ns) && *json_string_value(ns) ? json_string_value(ns) : "default",
-                 json_string_value(nm));
+        gx_engine_spec_key(spec, key, sizeof key);
         if (s->nw == s->capw) { s->capw = s->capw ? s->capw * 2 : 1024; s->w = xrealloc(s->w, (size_t)s->capw * sizeof *s->w); }
         wl_rec *w = &s->w[s->nw];
         memset(w, 0, sizeof *w);
@@ -205,7 +208,7 @@ static int take_doc(sim *s, json_t *doc, const gx_linemap *lm, const char *file,
         return 0;
     }
     if (s->no == s->capo) { s->capo = s->capo ? s->capo * 2 : 64; s->o = xrealloc(s->o, (size_t)s->capo * sizeof *s->o); }
-    s->o[s->no] = (obj_rec){json_incref(doc), file, line};
+    s->o[s->no] = (obj_rec){json_incref(doc), file, line, base, strndup(text, tlen)};
     event ev = {at, EV_APPLY, 0, s->no, 0};
     s->no++;
     ev_push(s, ev);
@@ -241,7 +244,18 @@ static int load_file(sim *s, const char *file)
             for (size_t k = start; k < i && blank; k++)
                 if (buf[k] == '#') { while (k < i && buf[k] != '\n') k++; }
                 else if (buf[k] != ' ' && buf[k] != '\n' && buf[k] != '\t' && buf[k] != '\r') blank = 0;
+            json_t *fast = NULL;
             if (!blank) {
+                /* a document written as one JSON object (valid YAML) skips the YAML
+                 * parser: generated scenarios (bench/) use this for speed */
+                size_t k = start;
+                while (k < i && (buf[k] == ' ' || buf[k] == '\n' || buf[k] == '\r' || buf[k] == '\t')) k++;
+                if (k < i && buf[k] == '{') fast = json_loadb(buf + k, i - k, 0, NULL);
+            }
+            if (fast) {
+                rc = take_doc(s, fast, NULL, file, start_line, start_line, buf + start, len);
+                json_decref(fast);
+            } else if (!blank) {
                 gx_yaml_docs docs;
                 gx_err err;
                 gx_err_clear(&err);
@@ -251,7 +265,8 @@ static int load_file(sim *s, const char *file)
                     rc = -1;
                 } else {
                     for (size_t d = 0; d < docs.n && rc == 0; d++)
-                        rc = take_doc(s, docs.docs[d], docs.lines[d], file, start_line + (docs.first_line ? docs.first_line[d] - 1 : 0));
+                        rc = take_doc(s, docs.docs[d], docs.lines[d], file, start_line + (docs.first_line ? docs.first_line[d] - 1 : 0),
+                                      start_line, buf + start, len);
                     gx_yaml_docs_free(&docs);
                 }
             }
@@ -343,11 +358,18 @@ static void handle_actions(sim *s, int64_t t, gx_action *acts, size_t n)
         long wi = rec_of(s, a->workload);
         wl_rec *w = wi >= 0 ? &s->w[wi] : NULL;
         if (a->kind == GX_ACT_ADMIT) {
-            json_t *adm = gx_engine_admission(s->e, a->workload);
-            const json_t *cq = json_object_get(adm, "clusterQueue");
-            if (w) set_cq(w, json_string_value(cq));
-            line_out(s, t, "admitted", a->workload, json_string_value(cq), json_object_get(adm, "flavors"), NULL, NULL);
-            json_decref(adm);
+            json_t *fl = json_object();
+            char buf[sizeof a->flavors];
+            snprintf(buf, sizeof buf, "%s", a->flavors);
+            for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+                char *eq = strchr(tok, '=');
+                if (!eq) continue;
+                *eq = 0;
+                json_object_set_new(fl, tok, json_string(eq + 1));
+            }
+            if (w) set_cq(w, a->cluster_queue);
+            line_out(s, t, "admitted", a->workload, a->cluster_queue, fl, NULL, NULL);
+            json_decref(fl);
             s->n_admitted++;
             if (w) {
                 w->gen++;
@@ -355,11 +377,11 @@ static void handle_actions(sim *s, int64_t t, gx_action *acts, size_t n)
             }
         } else if (a->kind == GX_ACT_PREEMPT) {
             if (w) w->gen++;
-            if (a->by[0]) { line_out(s, t, "preempted", a->workload, w ? w->cq : NULL, NULL, a->by, a->reason); s->n_preempted++; }
-            else line_out(s, t, "requeued", a->workload, w ? w->cq : NULL, NULL, NULL, a->reason);
+            if (a->by[0]) { line_out(s, t, "preempted", a->workload, a->cluster_queue, NULL, a->by, a->reason); s->n_preempted++; }
+            else line_out(s, t, "requeued", a->workload, a->cluster_queue, NULL, NULL, a->reason);
         } else if (a->kind == GX_ACT_DEACTIVATE) {
             if (w) w->gen++;
-            line_out(s, t, "deactivated", a->workload, w ? w->cq : NULL, NULL, NULL, a->reason);
+            line_out(s, t, "deactivated", a->workload, a->cluster_queue, NULL, NULL, a->reason);
             s->n_deactivated++;
         }
     }
@@ -373,9 +395,23 @@ static int step(sim *s, int64_t t)
         event ev = ev_pop(s);
         if (ev.kind == EV_APPLY) {
             obj_rec *o = &s->o[ev.idx];
-            if (gx_engine_apply(s->e, o->obj, &err) < 0) { if (err.line > 0) err.line += o->line - 1; report(o->file, o->line, &err); return -1; }
+            if (gx_engine_apply(s->e, o->obj, &err) < 0) {
+                /* objects are applied long after their JSON lost its line map: re-read
+                 * the document's text to point at the offending line */
+                gx_yaml_docs d;
+                gx_err ignore;
+                if (o->text && gx_yaml_parse(o->text, strlen(o->text), &d, &ignore) == 0) {
+                    if (d.n == 1) gx_linemap_annotate(d.lines[0], &err);
+                    gx_yaml_docs_free(&d);
+                }
+                if (err.line > 0) err.line += o->base - 1;
+                report(o->file, o->line, &err);
+                return -1;
+            }
             json_decref(o->obj);
             o->obj = NULL;
+            free(o->text);
+            o->text = NULL;
         } else if (ev.kind == EV_FINISH) {
             wl_rec *w = &s->w[ev.idx];
             if (ev.gen != w->gen) continue;
@@ -393,9 +429,7 @@ static int step(sim *s, int64_t t)
             w->spec = NULL;
             if (gx_engine_submit_spec(s->e, spec, t, &err) < 0) { report(w->file, w->line, &err); return -1; }
             gx_strmap_put(&s->keys, w->key, (void *)(intptr_t)(ev.idx + 1));
-            json_t *v = gx_engine_workload(s->e, w->key, t);
-            set_cq(w, json_string_value(json_object_get(v, "clusterQueue")));
-            json_decref(v);
+            set_cq(w, gx_engine_workload_cq(s->e, w->key));
             line_out(s, t, "submitted", w->key, w->cq, NULL, NULL, NULL);
         }
     }
@@ -443,7 +477,7 @@ int gx_sim_scenario_main(int argc, char **argv)
     s.e = gx_engine_new(&o0);
     for (int i = 1; i < argc && rc == 0; i++) {
         if (argv[i][0] == '-' && argv[i][1]) { if (!strcmp(argv[i], "-o")) i++; continue; }
-        rc = load_file(&s, argv[i]);
+        rc = load_file(&s, argv[i]) < 0 ? 1 : 0;
     }
     if (rc == 0 && (s.opts.fair_sharing || force_fair)) {
         s.opts.fair_sharing = 1;
@@ -468,7 +502,7 @@ int gx_sim_scenario_main(int argc, char **argv)
     fflush(s.out);
     if (s.out != stdout) fclose(s.out);
     for (long i = 0; i < s.nw; i++) { free(s.w[i].key); free(s.w[i].cq); gx_engine_spec_free(s.w[i].spec); }
-    for (long i = 0; i < s.no; i++) json_decref(s.o[i].obj);
+    for (long i = 0; i < s.no; i++) { json_decref(s.o[i].obj); free(s.o[i].text); }
     free(s.w);
     free(s.o);
     free(s.h);

@@ -24,5 +24,18 @@ for name in "${names[@]}"; do
     if diff -u "$exp" "$tmp/out" >"$tmp/diff"; then echo "ok $name"
     else echo "FAIL $name"; sed 's/^/    /' "$tmp/diff"; fail=1; fi
 done
+# Kueue's own documentation examples (tests/scenarios/kueue-examples) must load:
+# setups alone, Jobs on top of the quick-start setup (they use its LocalQueue).
+ex="$here/kueue-examples"
+if [ $# -eq 0 ] && [ -d "$ex" ]; then
+    for f in "$ex"/*.yaml; do
+        name="kueue-example $(basename "$f" .yaml)"
+        n=$((n + 1))
+        args=("$f")
+        grep -q '^kind: Job' "$f" && args=("$ex/quick-start-setup.yaml" "$f")
+        if "$bin" sim scenario "${args[@]}" >"$tmp/out" 2>"$tmp/err" && grep -q '"summary"' "$tmp/out"; then echo "ok $name"
+        else echo "FAIL $name"; sed 's/^/    /' "$tmp/err"; fail=1; fi
+    done
+fi
 echo "# $n scenarios, $([ $fail = 0 ] && echo all passed || echo some failed)"
 exit $fail

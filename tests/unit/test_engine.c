@@ -413,3 +413,143 @@ Test(engine_place, devices_and_no_device_reason)
     cr_assert_str_eq(state_of(en, "team-a/b"), "Admitted");
     gx_engine_free(en);
 }
+
+Test(engine_order, parked_groups_keep_queue_order)
+{
+    gx_engine *en = setup("BestEffortFIFO");
+    submit_ok(en, job("team-a", "a", "main", NULL, 1, "1", "4"), 0);
+    gx_action *acts;
+    cr_assert_eq(pass(en, 0, &acts), 1);
+    free(acts);
+    const char *names[] = {"big1", "small1", "big2", "small2", "big3"};
+    for (int i = 0; i < 5; i++) submit_ok(en, job("team-a", names[i], "main", NULL, 1, "1", i % 2 ? "1" : "2"), 10 + i);
+    cr_assert_eq(pass(en, 20, &acts), 0);
+    free(acts);
+    /* positions follow creation order whatever group each workload is parked in */
+    json_t *all = gx_engine_workloads(en, &(gx_wl_filter){.state = "Pending"}, 20);
+    for (size_t i = 0; i < json_array_size(all); i++) {
+        json_t *w = json_array_get(all, i);
+        const char *nm = json_string_value(json_object_get(w, "name"));
+        int want = -1;
+        for (int k = 0; k < 5; k++) if (!strcmp(nm, names[k])) want = k;
+        cr_assert_eq(json_integer_value(json_object_get(w, "positionInClusterQueue")), want, "%s", nm);
+    }
+    json_decref(all);
+    gx_err e;
+    cr_assert_eq(gx_engine_finish(en, "team-a/a", 1, NULL, 30, &e), 0);
+    /* one head per cycle: big1 (2 left), small1 (1 left), big2 set aside with big3,
+     * small2 takes the last GPU */
+    size_t n = pass(en, 30, &acts);
+    cr_assert_eq(n, 3);
+    cr_assert_str_eq(acts[0].workload, "team-a/big1");
+    cr_assert_str_eq(acts[1].workload, "team-a/small1");
+    cr_assert_str_eq(acts[2].workload, "team-a/small2");
+    free(acts);
+    /* big2 and big3 are parked together; a finish wakes them and big2 goes first */
+    cr_assert_eq(gx_engine_finish(en, "team-a/big1", 1, NULL, 40, &e), 0);
+    n = pass(en, 40, &acts);
+    cr_assert_eq(n, 1);
+    cr_assert_str_eq(acts[0].workload, "team-a/big2");
+    free(acts);
+    gx_engine_free(en);
+}
+
+Test(engine_time, hold_and_drain_evicts_without_preemptor)
+{
+    gx_engine *en = setup("BestEffortFIFO");
+    submit_ok(en, job("team-a", "a", "main", NULL, 1, "1", "1"), 0);
+    gx_action *acts;
+    cr_assert_eq(pass(en, 0, &acts), 1);
+    free(acts);
+    apply_ok(en, "apiVersion: kueue.x-k8s.io/v1beta2\nkind: LocalQueue\nmetadata: {name: main, namespace: team-a}\n"
+                 "spec: {clusterQueue: team-a, stopPolicy: HoldAndDrain}\n");
+    size_t n = pass(en, 10, &acts);
+    cr_assert_eq(n, 1);
+    cr_assert_eq(acts[0].kind, GX_ACT_PREEMPT);
+    cr_assert_str_eq(acts[0].by, "");
+    cr_assert_str_eq(acts[0].reason, "LocalQueueStopped");
+    free(acts);
+    cr_assert_str_eq(state_of(en, "team-a/a"), "Pending");
+    json_t *w = gx_engine_workload(en, "team-a/a", 10);
+    cr_assert_eq(json_integer_value(json_object_get(w, "accumulatedPastExecutionTimeSeconds")), 0);
+    json_decref(w);
+    apply_ok(en, LQ("team-a", "main", "team-a"));
+    cr_assert_eq(pass(en, 20, &acts), 1);
+    free(acts);
+    gx_engine_free(en);
+}
+
+Test(engine_time, restore_pending_finished_and_devices)
+{
+    const char *node = "apiVersion: gpuaas.dev/v1alpha1\nkind: Node\nmetadata: {name: n1}\nspec:\n  gpus: {model: H100, memory: 80Gi, count: 4}\n";
+    gx_engine *en = setup("BestEffortFIFO");
+    apply_ok(en, node);
+    json_t *ja = job("team-a", "a", "main", NULL, 1, "1", "2"), *jb = job("team-a", "b", "main", NULL, 1, "1", "4"),
+           *jc = job("team-a", "c", "main", NULL, 1, "1", "1");
+    json_t *ma = json_deep_copy(ja), *mb = json_deep_copy(jb), *mc = json_deep_copy(jc);
+    submit_ok(en, ja, 0);
+    submit_ok(en, jb, 1);
+    submit_ok(en, jc, 2);
+    gx_action *acts;
+    cr_assert_eq(pass(en, 2, &acts), 2);          /* a and c; b waits */
+    free(acts);
+    gx_err e;
+    cr_assert_eq(gx_engine_finish(en, "team-a/c", 0, "exit 1", 5, &e), 0);
+    json_t *sa = gx_engine_workload(en, "team-a/a", 5), *sb = gx_engine_workload(en, "team-a/b", 5), *sc = gx_engine_workload(en, "team-a/c", 5);
+    gx_engine *en2 = setup("BestEffortFIFO");
+    apply_ok(en2, node);
+    cr_assert_eq(gx_engine_restore(en2, ma, sa, &e), 0, "%s", e.msg);
+    cr_assert_eq(gx_engine_restore(en2, mb, sb, &e), 0, "%s", e.msg);
+    cr_assert_eq(gx_engine_restore(en2, mc, sc, &e), 0, "%s", e.msg);
+    cr_assert_str_eq(state_of(en2, "team-a/a"), "Admitted");
+    cr_assert_str_eq(state_of(en2, "team-a/b"), "Pending");
+    cr_assert_str_eq(state_of(en2, "team-a/c"), "Finished");
+    /* a keeps the very GPUs it had */
+    json_t *ra = gx_engine_workload(en2, "team-a/a", 5);
+    json_t *d1 = json_object_get(json_array_get(json_object_get(sa, "placement"), 0), "devices");
+    json_t *d2 = json_object_get(json_array_get(json_object_get(ra, "placement"), 0), "devices");
+    cr_assert(json_equal(d1, d2));
+    json_decref(ra);
+    cr_assert_eq(pass(en2, 6, &acts), 0);        /* 2 of 4 GPUs taken: b (4) still waits */
+    free(acts);
+    json_decref(sa); json_decref(sb); json_decref(sc);
+    json_decref(ma); json_decref(mb); json_decref(mc);
+    gx_engine_free(en);
+    gx_engine_free(en2);
+}
+
+Test(engine_order, priority_boost_annotation)
+{
+    gx_engine *en = setup("BestEffortFIFO");
+    submit_ok(en, job("team-a", "fill", "main", NULL, 1, "1", "4"), 0);
+    gx_action *acts;
+    cr_assert_eq(pass(en, 0, &acts), 1);
+    free(acts);
+    submit_ok(en, job("team-a", "plain", "main", NULL, 1, "1", "1"), 1);
+    json_t *j = job("team-a", "boosted", "main", NULL, 1, "1", "1");
+    json_object_set_new(json_object_get(j, "metadata"), "annotations", json_pack("{s:s}", "kueue.x-k8s.io/priority-boost", "5"));
+    submit_ok(en, j, 2);
+    json_t *w = gx_engine_workload(en, "team-a/boosted", 2);
+    cr_assert_eq(json_integer_value(json_object_get(w, "priority")), 5);
+    cr_assert_eq(json_integer_value(json_object_get(w, "positionInClusterQueue")), 0);
+    json_decref(w);
+    gx_engine_free(en);
+}
+
+Test(engine_quota, pending_active_inadmissible_split)
+{
+    gx_engine *en = setup("BestEffortFIFO");
+    submit_ok(en, job("team-a", "a", "main", NULL, 1, "1", "4"), 0);
+    submit_ok(en, job("team-a", "b", "main", NULL, 1, "1", "1"), 1);
+    gx_action *acts;
+    cr_assert_eq(pass(en, 1, &acts), 1);
+    free(acts);
+    submit_ok(en, job("team-a", "c", "main", NULL, 1, "1", "2"), 2);
+    json_t *cqs = gx_engine_cluster_queues(en);
+    json_t *q = json_array_get(cqs, 0);
+    cr_assert_eq(json_integer_value(json_object_get(q, "pendingWorkloads")), 2);
+    cr_assert_eq(json_integer_value(json_object_get(q, "pendingInadmissible")), 1);   /* b was tried */
+    cr_assert_eq(json_integer_value(json_object_get(q, "pendingActive")), 1);         /* c not yet */
+    json_decref(cqs);
+    gx_engine_free(en);
+}
