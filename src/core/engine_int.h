@@ -274,6 +274,7 @@ typedef struct gx_wl {
 struct gx_engine {
     gx_engine_opts opts;
     gx_names res, flv, fr;       /* fr names are "flavor\x1fresource" */
+    gx_names reasons;            /* condition reasons read back by restore (stable strings) */
     int *fr_flv, *fr_res;        /* fr id -> flavor id / resource id */
     int fr_cap;
     gx_rf *rfs; int rf_cap;      /* by flavor id */

@@ -76,8 +76,16 @@ void gx_engine_sched_admit(gx_engine *e, gx_wl *w, const gx_assign *a, int64_t n
     snprintf(msg, sizeof msg, "Quota reserved in ClusterQueue %s", e->cqs[w->cq].name);
     gx_engine_wl_set_cond(w, GX_C_QUOTA, 1, "QuotaReserved", NULL, now);     /* message rendered by the view */
     gx_engine_wl_set_cond(w, GX_C_ADMITTED, 1, "Admitted", NULL, now);
-    if (w->cond[GX_C_EVICTED].set) gx_engine_wl_set_cond(w, GX_C_EVICTED, 0, "QuotaReserved", NULL, now);
-    if (w->cond[GX_C_PREEMPTED].set) gx_engine_wl_set_cond(w, GX_C_PREEMPTED, 0, "QuotaReserved", NULL, now);
+    /* Kueue keeps why it was evicted, as "Previously: ...", once it is admitted again. */
+    static const int past[] = {GX_C_EVICTED, GX_C_PREEMPTED};
+    for (int i = 0; i < 2; i++) {
+        gx_cond *k = &w->cond[past[i]];
+        if (!k->set) continue;
+        char prev[400];
+        snprintf(prev, sizeof prev, "Previously: %s", k->msg ? k->msg : (k->reason ? k->reason : ""));
+        if (k->status || !k->msg || strncmp(k->msg, "Previously: ", 12))
+            gx_engine_wl_set_cond(w, past[i], 0, "QuotaReserved", gx_engine_util_xstrdup(prev), now);
+    }
     if (w->cond[GX_C_REQUEUED].set) gx_engine_wl_set_cond(w, GX_C_REQUEUED, 1, "QuotaReserved", NULL, now);
     gx_cq *cq = &e->cqs[w->cq];
     GX_GROW(cq->adm, cq->adm_n, cq->adm_cap);

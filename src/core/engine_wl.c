@@ -92,6 +92,7 @@ void gx_engine_free(gx_engine *e)
     gx_engine_obj_free_all(e);
     gx_engine_util_names_free(&e->res);
     gx_engine_util_names_free(&e->flv);
+    gx_engine_util_names_free(&e->reasons);
     gx_engine_util_names_free(&e->fr);
     free(e->fr_flv);
     free(e->fr_res);
@@ -603,6 +604,34 @@ int gx_engine_remove(gx_engine *e, const char *key, gx_err *err)
 }
 
 /* Re-create a workload from its manifest and the status gx_engine_workload() gave. */
+/* Put back the conditions a status recorded (types, reasons, messages and times), so a
+ * restart loses none of a workload's history. Derived conditions of a pending workload
+ * (why it waits) are recomputed by the view anyway. */
+static void restore_conditions(gx_engine *e, gx_wl *w, const json_t *status)
+{
+    static const char *const types[GX_C_N] = {"QuotaReserved", "Admitted", "Evicted", "Preempted", "Requeued",
+                                              "Finished", "Deactivated"};
+    size_t i;
+    const json_t *c;
+    json_array_foreach(json_object_get(status, "conditions"), i, c) {
+        const char *type = jstr(c, "type"), *reason = jstr(c, "reason"), *msg = jstr(c, "message");
+        int k = -1;
+        for (int x = 0; x < GX_C_N && type; x++)
+            if (!strcmp(types[x], type)) k = x;
+        if (k < 0) continue;
+        const char *st = jstr(c, "status");
+        int64_t t = 0;
+        gx_engine_view_parse_time(jstr(c, "lastTransitionTime"), &t);
+        const char *r = NULL;
+        if (reason && *reason) {
+            int id = gx_engine_util_intern(&e->reasons, reason); /* may grow the table: index after */
+            r = e->reasons.s[id];
+        }
+        gx_engine_wl_set_cond(w, k, st && !strcmp(st, "True"), r, msg && *msg ? gx_engine_util_xstrdup(msg) : NULL, t);
+        w->cond[k].t = t;
+    }
+}
+
 int gx_engine_restore(gx_engine *e, const json_t *job, const json_t *status, gx_err *err)
 {
     gx_wl_spec *s;
@@ -647,6 +676,7 @@ int gx_engine_restore(gx_engine *e, const json_t *job, const json_t *status, gx_
         if (gx_engine_view_parse_time(jstr(status, "admittedAt"), &t) == 0) adm = t;
         gx_engine_sched_admit(e, w, &a, adm, 0);
         gx_engine_place_restore(e, w, json_object_get(status, "placement"));
+        restore_conditions(e, w, status);
         return 0;
     }
     w->state = !strcmp(st, "Finished") ? GX_WL_FINISHED : GX_WL_DEACTIVATED;
@@ -658,6 +688,7 @@ int gx_engine_restore(gx_engine *e, const json_t *job, const json_t *status, gx_
         gx_engine_wl_set_cond(w, GX_C_FINISHED, 1, w->succeeded ? "Succeeded" : "Failed", NULL, w->finished_at);
     else
         gx_engine_wl_set_cond(w, GX_C_REQUEUED, 0, "Deactivated", NULL, w->finished_at);
+    restore_conditions(e, w, status);
     return 0;
 }
 
