@@ -7,6 +7,8 @@
 #include <string.h>
 #include "api/daemon.h"
 #include "core/quantity.h"
+#include "gpu/api.h"
+#include "maas/maas.h"
 
 typedef struct out { char *p; size_t n, cap; } out;
 
@@ -62,10 +64,16 @@ char *gx_d_metrics(gx_daemon *d)
     json_t *cq, *r;
 
     header(&o, "kueue_pending_workloads", "gauge", "Workloads waiting in each ClusterQueue");
-    json_array_foreach(cqs, i, cq)
-        put(&o, "kueue_pending_workloads{cluster_queue=\"%s\",status=\"active\"} %lld\n",
-            esc(json_string_value(json_object_get(cq, "name")), b1, sizeof b1),
-            (long long)json_integer_value(json_object_get(cq, "pendingWorkloads")));
+    /* Kueue splits pending workloads into active (in the heap) and inadmissible (set
+     * aside by BestEffortFIFO until something changes). */
+    json_array_foreach(cqs, i, cq) {
+        const json_t *act = json_object_get(cq, "pendingActive"), *inad = json_object_get(cq, "pendingInadmissible");
+        esc(json_string_value(json_object_get(cq, "name")), b1, sizeof b1);
+        put(&o, "kueue_pending_workloads{cluster_queue=\"%s\",status=\"active\"} %lld\n", b1,
+            (long long)json_integer_value(act ? act : json_object_get(cq, "pendingWorkloads")));
+        put(&o, "kueue_pending_workloads{cluster_queue=\"%s\",status=\"inadmissible\"} %lld\n", b1,
+            (long long)json_integer_value(inad));
+    }
     header(&o, "kueue_admitted_active_workloads", "gauge", "Workloads holding quota in each ClusterQueue");
     json_array_foreach(cqs, i, cq)
         put(&o, "kueue_admitted_active_workloads{cluster_queue=\"%s\"} %lld\n",
@@ -135,5 +143,9 @@ char *gx_d_metrics(gx_daemon *d)
     json_decref(all);
     header(&o, "gpuaas_http_requests_total", "counter", "HTTP requests served");
     put(&o, "gpuaas_http_requests_total %llu\n", (unsigned long long)d->http_requests);
+    char *gm = gx_gpu_metrics(d->eng);   /* DCGM-exporter names for the GPUs (src/gpu/api.c) */
+    put(&o, "%s", gm);
+    free(gm);
+    if (d->maas) return gx_maas_metrics(d->maas, o.p);
     return o.p;
 }

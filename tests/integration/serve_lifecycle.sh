@@ -34,7 +34,8 @@ expect_match "show has conditions with reasons" "$show" "QuotaReserved"
 expect_match "show has devices" "$show" "GPU-5d1e0a7c"
 check "show -o yaml" bash -c "\"$G\" show team-a/hello -o yaml | grep -q 'name: hello'"
 expect_match "queues shows team-a" "$("$G" queues 2>&1)" "team-a"
-expect_match "gpus shows both GPUs" "$("$G" gpus 2>&1)" "GPU-5d1e0a7c-0000-4000-8000-000000000001"
+expect_match "gpus lists both GPUs" "$("$G" gpus 2>&1)" "demo-node +1 +H100-80GB"
+expect_eq "gpus -o json has both UUIDs" "$("$G" gpus -o json | jq -r '[.. | .uuid? // empty] | unique | length')" 2
 metrics=$(curl -s "$GPUAAS_SERVER/metrics")
 expect_match "metrics count the admission" "$metrics" 'kueue_admitted_workloads_total\{cluster_queue="team-a"\} 1'
 expect_match "metrics show usage gauge" "$metrics" 'kueue_cluster_queue_resource_usage\{cluster_queue="team-a",flavor="h100",resource="nvidia.com/gpu"\}'
