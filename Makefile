@@ -24,16 +24,30 @@ SHIM_SRC := src/shim/gpuaas-shim.c
 LIB_SRC  := $(filter-out src/main.c,$(SRC))
 OBJ      := $(SRC:%.c=$(BUILD)/obj/%.o)
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
+# The portal's static assets (web/) are compiled into the binary (scripts/embed-assets.sh).
+ASSETS   := $(shell find web -type f 2>/dev/null | sort)
+GEN_SRC  := $(BUILD)/gen/portal_assets.c
+GEN_OBJ  := $(BUILD)/obj/gen/portal_assets.o
+OBJ      += $(GEN_OBJ)
+LIB_OBJ  += $(GEN_OBJ)
 UNIT_SRC := $(sort $(wildcard tests/unit/*.c))
 UNIT_OBJ := $(UNIT_SRC:%.c=$(BUILD)/obj/%.o)
 
-.PHONY: all deps run test unit integration asan clean bench style
+.PHONY: all deps run test unit integration asan clean bench style fakes
 all: $(BUILD)/gpuaas
 
 deps:
 	@scripts/install-deps.sh
 
 $(BUILD)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -c $< -o $@
+
+$(GEN_SRC): $(ASSETS) scripts/embed-assets.sh
+	@mkdir -p $(dir $@)
+	@scripts/embed-assets.sh $@ web
+
+$(GEN_OBJ): $(GEN_SRC)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -c $< -o $@
 
@@ -45,32 +59,51 @@ $(BUILD)/gpuaas-shim: $(SHIM_SRC)
 	@mkdir -p $(dir $@)
 	$(CC) -std=c17 -D_GNU_SOURCE $(WARN) $(CFLAGS) -o $@ $<
 
+# The gateway's stand-in for vLLM in tests and benchmarks (tests/fakes/fake_openai.c).
+$(BUILD)/fake-openai: tests/fakes/fake_openai.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=c17 -D_GNU_SOURCE $(WARN) $(CFLAGS) $(SANFLAGS) -o $@ $< $(shell pkg-config --libs jansson)
+
 $(BUILD)/test-unit: $(LIB_OBJ) $(UNIT_OBJ) $(BUILD)/gpuaas-shim
 	$(CC) $(SANFLAGS) -o $@ $(LIB_OBJ) $(UNIT_OBJ) $(LDLIBS) -lcriterion
+
+# A stand-in libnvidia-ml.so.1 for machines without a GPU (tests/fakes/nvml): the unit and
+# integration tests load it through the same dlopen path as the real library. The "old"
+# variant lacks nvmlInit_v2, as a driver too old to use would.
+FAKE_NVML := build/fakes/nvml/libnvidia-ml.so.1 build/fakes/nvml-old/libnvidia-ml.so.1
+build/fakes/nvml/libnvidia-ml.so.1: tests/fakes/nvml/fake_nvml.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=c17 -D_GNU_SOURCE $(WARN) -O1 -g -fPIC -shared -fvisibility=hidden -Wl,-soname,libnvidia-ml.so.1 -o $@ $<
+build/fakes/nvml-old/libnvidia-ml.so.1: tests/fakes/nvml/fake_nvml.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=c17 -D_GNU_SOURCE $(WARN) -DFAKE_NVML_OLD -O1 -g -fPIC -shared -fvisibility=hidden -Wl,-soname,libnvidia-ml.so.1 -o $@ $<
+$(BUILD)/test-unit: $(FAKE_NVML)
+fakes: $(FAKE_NVML)
 
 asan:
 	@$(MAKE) --no-print-directory BUILD=build/asan CC=clang OPT="-O1 -g -fno-omit-frame-pointer" \
 	  SANFLAGS="-fsanitize=address,undefined -fno-sanitize-recover=undefined" \
-	  build/asan/gpuaas build/asan/test-unit
+	  build/asan/gpuaas build/asan/test-unit build/asan/fake-openai
 
 run: deps all
 	@scripts/demo.sh
 
 # The full suite. Unit tests run twice (gcc -O2, clang with ASan+UBSan); the
 # integration tests drive the sanitizer build of the daemon and CLI.
-test: deps all $(BUILD)/test-unit asan
+test: deps all $(BUILD)/test-unit $(BUILD)/fake-openai asan $(FAKE_NVML)
 	@scripts/style-check.sh
 	$(BUILD)/test-unit --jobs 2 --timeout 60
 	ASAN_OPTIONS=detect_leaks=1 build/asan/test-unit --jobs 2 --timeout 120
+	@tests/portal/install.sh
 	GPUAAS_BIN=$(CURDIR)/build/asan/gpuaas tests/integration/run.sh
 
 unit: $(BUILD)/test-unit
 	$(BUILD)/test-unit --jobs 2
 
-integration: all
+integration: all $(FAKE_NVML)
 	GPUAAS_BIN=$(CURDIR)/$(BUILD)/gpuaas tests/integration/run.sh
 
-bench: all
+bench: all $(BUILD)/fake-openai
 	@bench/run.sh
 
 clean:

@@ -9,10 +9,15 @@ PKGS=(
   libmicrohttpd-dev libcurl4-openssl-dev libjansson-dev libyaml-dev
   libsqlite3-dev libsodium-dev libcriterion-dev
   curl procps jq
+  chromium nodejs npm
+  sqlite3 nginx-light wrk     # gateway: tests read usage records; bench/gateway.sh's reference proxy and load tool
 )
 
 missing=()
 for p in "${PKGS[@]}"; do
+  # Node.js from elsewhere (e.g. NodeSource, whose nodejs bundles npm and conflicts
+  # with Debian's npm) serves the portal's browser tests as well as Debian's.
+  if [[ "$p" == nodejs || "$p" == npm ]] && command -v node >/dev/null && command -v npm >/dev/null; then continue; fi
   st=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)
   [[ "$st" == "install ok installed" ]] || missing+=("$p")
 done

@@ -14,6 +14,8 @@
 #define ID_LEN 12
 
 typedef struct token { char id[ID_LEN + 1]; unsigned char hash[HASH_LEN]; int user; } token;
+/* A portal password, by user name (names survive the user table's reshuffles). */
+typedef struct pwent { char user[64]; char hash[crypto_pwhash_STRBYTES]; } pwent;
 
 struct gx_auth {
     gx_store *st;
@@ -22,6 +24,8 @@ struct gx_auth {
     size_t nusers;
     token *tokens;
     size_t ntokens;
+    pwent *pws;
+    size_t npws;
 };
 
 int gx_dns_label_ok(const char *s)
@@ -95,6 +99,34 @@ static void add_token_mem(gx_auth *a, const char *id, const unsigned char *hash,
     x->user = user;
 }
 
+static pwent *pw_find(const gx_auth *a, const char *user)
+{
+    for (size_t i = 0; i < a->npws; i++)
+        if (!strcmp(a->pws[i].user, user)) return &a->pws[i];
+    return NULL;
+}
+
+static void pw_put(gx_auth *a, const char *user, const char *hash)
+{
+    pwent *p = pw_find(a, user);
+    if (!p) {
+        pwent *n = realloc(a->pws, (a->npws + 1) * sizeof *n);
+        if (!n) abort();
+        a->pws = n;
+        p = &a->pws[a->npws++];
+        memset(p, 0, sizeof *p);
+        snprintf(p->user, sizeof p->user, "%s", user);
+    }
+    snprintf(p->hash, sizeof p->hash, "%s", hash);
+}
+
+static void pw_drop(gx_auth *a, const char *user)
+{
+    pwent *p = pw_find(a, user);
+    if (!p) return;
+    *p = a->pws[--a->npws];
+}
+
 static int hexval(char c) { return isdigit((unsigned char)c) ? c - '0' : (tolower((unsigned char)c) - 'a' + 10); }
 
 gx_auth *gx_auth_open(gx_store *st, const char *data_dir, gx_err *err)
@@ -123,6 +155,13 @@ gx_auth *gx_auth_open(gx_store *st, const char *data_dir, gx_err *err)
         add_token_mem(a, json_string_value(json_object_get(u, "id")), h, ui);
     }
     json_decref(tokens);
+    json_t *pws = gx_store_passwords(st, err);
+    if (!pws) goto fail;
+    json_array_foreach(pws, i, u) {
+        const char *h = json_string_value(json_object_get(u, "hash"));
+        if (h && strlen(h) < crypto_pwhash_STRBYTES) pw_put(a, json_string_value(json_object_get(u, "user")), h);
+    }
+    json_decref(pws);
     return a;
 fail:
     gx_auth_free(a);
@@ -137,6 +176,7 @@ void gx_auth_free(gx_auth *a)
     sodium_memzero(a->tokens, a->ntokens * sizeof *a->tokens);
     free(a->tokens);
     sodium_memzero(a->pepper, sizeof a->pepper);
+    free(a->pws);
     free(a);
 }
 
@@ -251,6 +291,7 @@ int gx_auth_delete_user(gx_auth *a, const char *name, gx_err *err)
         return -1;
     }
     drop_tokens_mem(a, ui);
+    pw_drop(a, name);
     json_decref(a->users[ui].namespaces);
     /* keep indices of the other users stable for their tokens */
     for (size_t i = 0; i < a->ntokens; i++)
@@ -276,5 +317,73 @@ int gx_user_in_ns(const gx_user *u, const char *ns)
     json_t *n;
     json_array_foreach(u->namespaces, i, n)
         if (!strcmp(json_string_value(n), ns)) return 1;
+    return 0;
+}
+
+/* ---- portal sign-in ------------------------------------------------------------------ */
+
+const gx_user *gx_auth_find(const gx_auth *a, const char *name)
+{
+    int ui = name ? find_user(a, name) : -1;
+    return ui < 0 ? NULL : &a->users[ui];
+}
+
+/* Argon2id with OWASP's minimum (19 MiB, 2 passes): the daemon has one thread, so a
+ * sign-in must cost milliseconds, not the half second of crypto_pwhash's MODERATE. */
+#define PW_OPS 2
+#define PW_MEM (19u << 20)
+
+int gx_auth_set_password(gx_auth *a, const char *name, const char *password, int64_t now_ms, gx_err *err)
+{
+    if (find_user(a, name) < 0) return gx_errf(err, 404, "name", "no user %s", name);
+    size_t n = password ? strlen(password) : 0;
+    if (n < 8 || n > 256) return gx_errf(err, 422, "password", "a password has 8 to 256 characters");
+    char hash[crypto_pwhash_STRBYTES];
+    if (crypto_pwhash_str_alg(hash, password, n, PW_OPS, PW_MEM, crypto_pwhash_ALG_ARGON2ID13))
+        return gx_errf(err, 500, "password", "out of memory while hashing the password");
+    if (gx_store_put_password(a->st, name, hash, now_ms, err)) return -1;
+    pw_put(a, name, hash);
+    return 0;
+}
+
+const gx_user *gx_auth_check_password(const gx_auth *a, const char *name, const char *password)
+{
+    /* a fixed hash for unknown users keeps the work (and the time) the same */
+    static char dummy[crypto_pwhash_STRBYTES];
+    if (!dummy[0] && crypto_pwhash_str_alg(dummy, "not a password", 14, PW_OPS, PW_MEM, crypto_pwhash_ALG_ARGON2ID13))
+        return NULL;
+    if (!name || !password || strlen(password) > 256) return NULL;
+    const pwent *p = pw_find(a, name);
+    int ok = crypto_pwhash_str_verify(p ? p->hash : dummy, password, strlen(password)) == 0;
+    return ok && p ? gx_auth_find(a, name) : NULL;
+}
+
+int gx_auth_has_password(const gx_auth *a, const char *name) { return pw_find(a, name) != NULL; }
+
+int gx_auth_upsert_user(gx_auth *a, const char *name, int admin, const json_t *namespaces,
+                        int64_t now_ms, gx_err *err)
+{
+    if (!name || !gx_dns_label_ok(name))
+        return gx_errf(err, 422, "name", "user name must be a DNS label (lowercase letters, digits, '-', at most 63)");
+    if (!json_is_array(namespaces) || json_array_size(namespaces) > 64)
+        return gx_errf(err, 422, "namespaces", "must be a list of at most 64 namespace names");
+    size_t i;
+    json_t *n;
+    json_array_foreach(namespaces, i, n)
+        if (!json_is_string(n) || !gx_dns_label_ok(json_string_value(n)))
+            return gx_errf(err, 422, "namespaces", "namespace %zu must be a DNS label", i);
+    int ui = find_user(a, name);
+    if (ui >= 0) {
+        gx_user *u = &a->users[ui];
+        if (u->admin == admin && json_equal(u->namespaces, (json_t *)namespaces)) return 0;
+        if (!strcmp(name, "admin") && !admin) return gx_errf(err, 409, "admin", "the admin user stays an admin");
+        if (gx_store_update_user(a->st, name, admin, namespaces, err)) return -1;
+        u->admin = admin;
+        json_decref(u->namespaces);
+        u->namespaces = json_deep_copy(namespaces);
+        return 0;
+    }
+    if (gx_store_put_user(a->st, name, admin, namespaces, now_ms, err)) return -1;
+    add_user_mem(a, name, admin, namespaces);
     return 0;
 }

@@ -38,6 +38,21 @@ int gx_auth_create_user(gx_auth *a, const char *name, int admin, const json_t *n
 int gx_auth_delete_user(gx_auth *a, const char *name, gx_err *err);
 json_t *gx_auth_users(const gx_auth *a);
 
+/* ---- portal sign-in (src/portal) ---- */
+/* The user of that name, or NULL. The pointer is valid until the user table changes. */
+const gx_user *gx_auth_find(const gx_auth *a, const char *name);
+/* Set (replace) a user's sign-in password: Argon2id via crypto_pwhash_str; only the
+ * hash string is stored. 8..256 bytes. */
+int gx_auth_set_password(gx_auth *a, const char *name, const char *password, int64_t now_ms, gx_err *err);
+/* The user when name and password match, else NULL (same work whether or not the user
+ * exists, so timing does not tell which names exist). */
+const gx_user *gx_auth_check_password(const gx_auth *a, const char *name, const char *password);
+int gx_auth_has_password(const gx_auth *a, const char *name);
+/* Create (without a token) or update a user's role and namespaces, e.g. from an
+ * identity provider's groups or the admin page. */
+int gx_auth_upsert_user(gx_auth *a, const char *name, int admin, const json_t *namespaces,
+                        int64_t now_ms, gx_err *err);
+
 /* May this user act in namespace ns? */
 int gx_user_in_ns(const gx_user *u, const char *ns);
 

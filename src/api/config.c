@@ -6,6 +6,9 @@
 #include <string.h>
 #include <sys/stat.h>
 #include "api/config.h"
+#include "core/place.h"
+#include "gpu/devplugin.h"
+#include "gpu/mig.h"
 #include "lib/yaml.h"
 
 void gx_config_defaults(gx_config *c)
@@ -15,6 +18,7 @@ void gx_config_defaults(gx_config *c)
     c->listen_port = 8080;
     snprintf(c->data_dir, sizeof c->data_dir, "data");
     snprintf(c->inventory, sizeof c->inventory, "simulated");
+    snprintf(c->placement_policy, sizeof c->placement_policy, "best-fit");
     c->nodes = json_array();
     c->manifests = json_array();
     c->max_body_bytes = 1 << 20;
@@ -26,7 +30,9 @@ void gx_config_free(gx_config *c)
 {
     json_decref(c->nodes);
     json_decref(c->manifests);
-    c->nodes = c->manifests = NULL;
+    json_decref(c->device_plugin);
+    json_decref(c->mig_parted);
+    c->nodes = c->manifests = c->device_plugin = c->mig_parted = NULL;
 }
 
 char *gx_read_file(const char *path, size_t max, size_t *len, gx_err *err)
@@ -149,6 +155,111 @@ static int str_list(const json_t *v, const char *field, json_t *out, const char 
     return 0;
 }
 
+/* One YAML document of a sharing file, checked by `check`; errors carry file:line. */
+static json_t *load_doc(const char *path, int (*check)(const json_t *, gx_err *), gx_err *err)
+{
+    size_t len;
+    char *buf = gx_read_file(path, 1 << 20, &len, err);
+    if (!buf) return NULL;
+    gx_yaml_docs d;
+    int rc = gx_yaml_parse(buf, len, &d, err);
+    free(buf);
+    if (!rc && d.n != 1) {
+        gx_yaml_docs_free(&d);
+        gx_errf(err, 422, "", "must hold one document");
+        rc = -1;
+    } else if (!rc && check(d.docs[0], err)) {
+        gx_linemap_annotate(d.lines[0], err);
+        gx_yaml_docs_free(&d);
+        rc = -1;
+    }
+    if (rc) {
+        char m[sizeof err->msg];
+        snprintf(m, sizeof m, "%s:%d: %s%s%s", path, err->line, err->field, err->field[0] ? ": " : "", err->msg);
+        snprintf(err->msg, sizeof err->msg, "%s", m);
+        err->line = -1;
+        err->field[0] = 0;   /* the message has it, with the sharing file's line */
+        return NULL;
+    }
+    json_t *doc = json_incref(d.docs[0]);
+    gx_yaml_docs_free(&d);
+    return doc;
+}
+
+static int dp_check(const json_t *doc, gx_err *err)
+{
+    gx_dp_config c;
+    return gx_gpu_dp_parse(doc, &c, err);
+}
+
+/* inventory.{nvmlLibrary, devicePlugin, migConfig, mpsRoot, placementPolicy} (docs/gpu-sharing.md).
+ * devicePlugin: FILE | {default: KEY, configs: {KEY: FILE}}; migConfig: FILE | {file, default}. */
+static int gpu_settings(gx_config *c, const json_t *inv, const char *dir, gx_err *err)
+{
+    static const char *known[] = {"source", "nodes", "nvmlLibrary", "devicePlugin", "migConfig", "mpsRoot",
+                                  "placementPolicy", NULL};
+    const char *k;
+    json_t *v;
+    char p[PATH_MAX];
+    json_object_foreach((json_t *)inv, k, v) {
+        int ok = 0;
+        for (int i = 0; known[i]; i++) ok |= !strcmp(k, known[i]);
+        char f[96];
+        snprintf(f, sizeof f, "inventory.%s", k);
+        if (!ok) return gx_errf(err, 422, f, "unknown setting (known: source, nodes, nvmlLibrary, devicePlugin, "
+                                "migConfig, mpsRoot, placementPolicy)");
+    }
+    if ((v = json_object_get(inv, "nvmlLibrary"))) {
+        if (!json_is_string(v)) return gx_errf(err, 422, "inventory.nvmlLibrary", "must be a file name");
+        /* a bare soname goes through the library search; a path is taken relative to the file */
+        if (strchr(json_string_value(v), '/')) resolve(c->nvml_library, sizeof c->nvml_library, dir, json_string_value(v));
+        else snprintf(c->nvml_library, sizeof c->nvml_library, "%s", json_string_value(v));
+    }
+    if ((v = json_object_get(inv, "mpsRoot"))) {
+        if (!json_is_string(v)) return gx_errf(err, 422, "inventory.mpsRoot", "must be a folder name");
+        resolve(c->mps_root, sizeof c->mps_root, dir, json_string_value(v));
+    }
+    if ((v = json_object_get(inv, "placementPolicy"))) {
+        if (!json_is_string(v) || !gx_place_policy_by_name(json_string_value(v)))
+            return gx_errf(err, 422, "inventory.placementPolicy", "must be one of %s", gx_place_policy_names());
+        snprintf(c->placement_policy, sizeof c->placement_policy, "%s", json_string_value(v));
+    }
+    if ((v = json_object_get(inv, "devicePlugin"))) {
+        const json_t *cfgs = json_is_object(v) ? json_object_get(v, "configs") : NULL;
+        const char *def = json_is_object(v) ? json_string_value(json_object_get(v, "default")) : "default";
+        if (!json_is_string(v) && !json_is_object(cfgs))
+            return gx_errf(err, 422, "inventory.devicePlugin", "must be a file, or {default: KEY, configs: {KEY: file}}");
+        c->device_plugin = json_object();
+        if (json_is_string(v)) {
+            resolve(p, sizeof p, dir, json_string_value(v));
+            json_t *doc = load_doc(p, dp_check, err);
+            if (!doc) return -1;
+            json_object_set_new(c->device_plugin, "default", doc);
+        }
+        json_object_foreach((json_t *)cfgs, k, v) {
+            if (!json_is_string(v)) return gx_errf(err, 422, "inventory.devicePlugin.configs", "%s: must be a file", k);
+            resolve(p, sizeof p, dir, json_string_value(v));
+            json_t *doc = load_doc(p, dp_check, err);
+            if (!doc) return -1;
+            json_object_set_new(c->device_plugin, k, doc);
+        }
+        if (def && *def && !json_object_get(c->device_plugin, def))
+            return gx_errf(err, 422, "inventory.devicePlugin.default", "\"%s\" is not one of the configs", def);
+        snprintf(c->device_plugin_default, sizeof c->device_plugin_default, "%s", def ? def : "");
+    }
+    if ((v = json_object_get(inv, "migConfig"))) {
+        const char *file = json_is_string(v) ? json_string_value(v) : json_string_value(json_object_get(v, "file"));
+        const char *def = json_is_object(v) ? json_string_value(json_object_get(v, "default")) : NULL;
+        if (!file) return gx_errf(err, 422, "inventory.migConfig", "must be a mig-parted file, or {file, default}");
+        resolve(p, sizeof p, dir, file);
+        if (!(c->mig_parted = load_doc(p, gx_gpu_mig_config_check, err))) return -1;
+        if (def && !json_object_get(json_object_get(c->mig_parted, "mig-configs"), def))
+            return gx_errf(err, 422, "inventory.migConfig.default", "%s has no config named %s", p, def);
+        snprintf(c->mig_default, sizeof c->mig_default, "%s", def ? def : "");
+    }
+    return 0;
+}
+
 static int apply_doc(gx_config *c, const json_t *doc, const char *dir, gx_err *err)
 {
     static const char *known[] = {"apiVersion", "kind", "listen", "dataDir", "inventory", "manifests",
@@ -179,10 +290,11 @@ static int apply_doc(gx_config *c, const json_t *doc, const char *dir, gx_err *e
         if (!json_is_object(v)) return gx_errf(err, 422, "inventory", "must be a mapping {source, nodes}");
         const char *src = json_string_value(json_object_get(v, "source"));
         if (src) {
-            if (strcmp(src, "simulated"))
-                return gx_errf(err, 422, "inventory.source", "\"%s\" is not available in this build (simulated)", src);
+            if (strcmp(src, "simulated") && strcmp(src, "nvml") && strcmp(src, "auto"))
+                return gx_errf(err, 422, "inventory.source", "\"%s\" is not a source: simulated, nvml or auto", src);
             snprintf(c->inventory, sizeof c->inventory, "%s", src);
         }
+        if (gpu_settings(c, v, dir, err)) return -1;
         json_t *files = json_array();
         if (str_list(json_object_get(v, "nodes"), "inventory.nodes", files, dir, err)) { json_decref(files); return -1; }
         size_t i;

@@ -13,8 +13,16 @@ typedef struct gx_config {
     char listen_host[64];
     int listen_port;
     char data_dir[PATH_MAX];
-    char inventory[16];           /* "simulated" (the nvml backend is its own issue) */
+    char inventory[16];           /* "simulated", "nvml" or "auto" (NVML, else the simulated nodes) */
     json_t *nodes;                /* gpuaas Node manifests read from inventory.nodes */
+    /* GPU sharing (src/gpu, docs/gpu-sharing.md) */
+    char nvml_library[PATH_MAX];  /* inventory.nvmlLibrary, "" = libnvidia-ml.so.1 */
+    json_t *device_plugin;        /* inventory.devicePlugin: {key: NVIDIA device-plugin config}, NULL none */
+    char device_plugin_default[64];
+    json_t *mig_parted;           /* inventory.migConfig: the mig-parted document, NULL none */
+    char mig_default[64];
+    char mps_root[PATH_MAX];      /* inventory.mpsRoot, "" = DATA/mps */
+    char placement_policy[32];    /* inventory.placementPolicy for fractional GPUs (core/place) */
     json_t *manifests;            /* file paths (resolved) applied at start */
     int fair_sharing;
     size_t max_body_bytes;

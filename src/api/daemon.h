@@ -62,6 +62,8 @@ typedef struct gx_daemon {
     int64_t next_timer_check;
     int64_t engine_wake;   /* when the engine has timed work (max execution time), 0 none */
     uint64_t http_requests;
+    struct gx_maas *maas;  /* the OpenAI-compatible gateway (src/maas) */
+    struct gx_portal *portal;  /* the web UI (src/portal) */
 } gx_daemon;
 
 /* workloads.c */

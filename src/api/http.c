@@ -34,11 +34,17 @@ struct gx_http {
     void *ud;
     stream_ctx *streams;
     int nstreams;
+    char prefix[32];
+    size_t prefix_limit;
 };
 
 typedef struct conn_ctx {
-    gx_req req;
+    gx_req req;              /* first: gx_http_resume finds the rest from it */
+    gx_http *h;
+    int answered;            /* a deferred answer was queued by gx_http_resume */
     size_t cap;
+    size_t limit;
+    int own_413;          /* the handler answers an over-limit body itself */
 } conn_ctx;
 
 static const char *reason_of(int status)
@@ -76,7 +82,7 @@ void gx_resp_text(gx_resp *r, int status, const char *ctype, const char *text)
 
 void gx_resp_header(gx_resp *r, const char *name, const char *value)
 {
-    if (r->nh >= 8) return;
+    if (r->nh >= 16) return;
     r->hname[r->nh] = name;
     snprintf(r->hval[r->nh], sizeof r->hval[0], "%s", value);
     r->nh++;
@@ -142,6 +148,7 @@ static void stream_free(void *cls)
 {
     stream_ctx *s = cls;
     stream_unlink(s);
+    if (s->s.wake) *s->s.wake = NULL;
     if (s->s.free) s->s.free(s->s.ud);
     free(s);
 }
@@ -157,6 +164,22 @@ void gx_http_wake_streams(gx_http *h)
 
 int gx_http_stream_count(const gx_http *h) { return h->nstreams; }
 
+void gx_http_wake_stream(void *handle)
+{
+    stream_ctx *s = handle;
+    if (s && s->suspended) {
+        s->suspended = 0;
+        MHD_resume_connection(s->conn);
+    }
+}
+
+
+void gx_http_set_prefix_limit(gx_http *h, const char *prefix, size_t limit)
+{
+    snprintf(h->prefix, sizeof h->prefix, "%s", prefix);
+    h->prefix_limit = limit;
+}
+
 /* ---- request handling ------------------------------------------------------------ */
 
 static enum MHD_Result send_resp(gx_http *h, struct MHD_Connection *c, gx_resp *r)
@@ -168,6 +191,7 @@ static enum MHD_Result send_resp(gx_http *h, struct MHD_Connection *c, gx_resp *
         s->h = h;
         s->conn = c;
         s->s = r->stream;
+        if (s->s.wake) *s->s.wake = s;
         s->next = h->streams;
         if (h->streams) h->streams->prev = s;
         h->streams = s;
@@ -186,9 +210,12 @@ static enum MHD_Result send_resp(gx_http *h, struct MHD_Connection *c, gx_resp *
         nl[n + 1] = 0;
         mr = MHD_create_response_from_buffer(n + 1, nl, MHD_RESPMEM_MUST_FREE);
         MHD_add_response_header(mr, "Content-Type", "application/json");
+    } else if (r->text && r->text_len) { /* MHD takes the buffer: no copy */
+        mr = MHD_create_response_from_buffer(r->text_len, r->text, MHD_RESPMEM_MUST_FREE);
+        r->text = NULL;
+        MHD_add_response_header(mr, "Content-Type", r->ctype ? r->ctype : "text/plain; charset=utf-8");
     } else {
-        const char *t = r->text ? r->text : "";
-        mr = MHD_create_response_from_buffer(r->text ? r->text_len : 0, (void *)t, MHD_RESPMEM_MUST_COPY);
+        mr = MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
         MHD_add_response_header(mr, "Content-Type", r->ctype ? r->ctype : "text/plain; charset=utf-8");
     }
     for (int i = 0; i < r->nh; i++) MHD_add_response_header(mr, r->hname[i], r->hval[i]);
@@ -210,13 +237,19 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         cc->req.conn = c;
         cc->req.method = method;
         cc->req.path = url;
+        cc->h = h;
+        cc->limit = h->limit;
+        if (h->prefix[0] && !strncmp(url, h->prefix, strlen(h->prefix))) {
+            cc->limit = h->prefix_limit;
+            cc->own_413 = 1;
+        }
         *con_cls = cc;
         return MHD_YES;
     }
     if (*data_size) {
         size_t n = *data_size;
         *data_size = 0;
-        if (cc->req.body_too_large || cc->req.body_len + n > h->limit) {
+        if (cc->req.body_too_large || cc->req.body_len + n > cc->limit) {
             cc->req.body_too_large = 1;
             return MHD_YES; /* keep reading so the client gets the 413 */
         }
@@ -233,20 +266,44 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         cc->req.body[cc->req.body_len] = 0;
         return MHD_YES;
     }
+    if (cc->answered) return MHD_YES; /* MHD calls again after a resume: already queued */
     if (!cc->req.body) {
         cc->req.body = calloc(1, 1);
         if (!cc->req.body) return MHD_NO;
     }
     gx_resp resp;
     memset(&resp, 0, sizeof resp);
-    if (cc->req.body_too_large)
+    if (cc->req.body_too_large && !cc->own_413)
         gx_resp_errorf(&resp, 413, "request body larger than the limit of %zu bytes (limits.maxBodyBytes)", h->limit);
     else
         h->fn(&cc->req, &resp, h->ud);
+    if (resp.defer) {
+        /* no answer yet: the owner calls gx_http_resume, and MHD calls us again */
+        json_decref(resp.json);
+        free(resp.text);
+        MHD_suspend_connection(c);
+        return MHD_YES;
+    }
     enum MHD_Result rc = send_resp(h, c, &resp);
     json_decref(resp.json);
     free(resp.text);
     return rc;
+}
+
+/* MHD lets a suspended connection queue its response at any time; it goes out once
+ * the connection is resumed. */
+void gx_http_resume(gx_req *req)
+{
+    conn_ctx *cc = (conn_ctx *)(void *)req;
+    gx_resp resp;
+    memset(&resp, 0, sizeof resp);
+    cc->h->fn(req, &resp, cc->h->ud);
+    if (resp.defer) resp.defer = 0, gx_resp_errorf(&resp, 500, "the answer was deferred twice");
+    cc->answered = 1;
+    send_resp(cc->h, req->conn, &resp);
+    json_decref(resp.json);
+    free(resp.text);
+    MHD_resume_connection(req->conn);
 }
 
 static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, enum MHD_RequestTerminationCode toe)
@@ -254,6 +311,7 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, en
     (void)cls; (void)c; (void)toe;
     conn_ctx *cc = *con_cls;
     if (!cc) return;
+    if (cc->req.async && cc->req.async_free) cc->req.async_free(cc->req.async);
     free(cc->req.body);
     free(cc);
     *con_cls = NULL;
@@ -297,7 +355,7 @@ gx_http *gx_http_start(gx_loop *loop, const char *host, int port, size_t body_li
                             MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
                             MHD_OPTION_NOTIFY_COMPLETED, on_completed, h,
                             MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)120,
-                            MHD_OPTION_CONNECTION_LIMIT, (unsigned)1000,
+                            MHD_OPTION_CONNECTION_LIMIT, (unsigned)4000, /* gateway streams */
                             MHD_OPTION_LISTENING_ADDRESS_REUSE, (unsigned)1,
                             MHD_OPTION_END);
     if (!h->d) {

@@ -21,6 +21,11 @@ typedef struct gx_req {
     size_t body_len;
     int body_too_large;
     void *user;              /* set by the router after authentication */
+    /* Deferred answers (the gateway): a handler that sets resp->defer keeps the
+     * connection waiting; gx_http_resume() calls the handler again with the same req,
+     * and async (its own state) still set. async_free runs when the request ends. */
+    void *async;
+    void (*async_free)(void *async);
 } gx_req;
 
 /* A streamed body: read() fills buf and returns the byte count, 0 for "nothing yet"
@@ -29,6 +34,9 @@ typedef struct gx_stream {
     ssize_t (*read)(void *ud, char *buf, size_t max);
     void (*free)(void *ud);
     void *ud;
+    /* Optional: where http keeps a handle for gx_http_wake_stream (wakes this stream
+     * alone); set to NULL before free() runs. */
+    void **wake;
 } gx_stream;
 
 typedef struct gx_resp {
@@ -38,9 +46,10 @@ typedef struct gx_resp {
     size_t text_len;
     const char *ctype;
     gx_stream stream;        /* when stream.read is set: chunked streamed body */
-    const char *hname[8];
-    char hval[8][128];
+    const char *hname[16];
+    char hval[16][128];
     int nh;
+    int defer;               /* answer later: see gx_req.async */
 } gx_resp;
 
 typedef void (*gx_http_fn)(gx_req *req, gx_resp *resp, void *ud);
@@ -53,6 +62,13 @@ int gx_http_port(const gx_http *h);
 /* Let every sleeping stream read again (new log output, a workload ended). */
 void gx_http_wake_streams(gx_http *h);
 int gx_http_stream_count(const gx_http *h);
+/* Wake one stream by the handle gx_stream.wake received (NULL: nothing). */
+void gx_http_wake_stream(void *handle);
+/* Call the handler of a deferred request again (see gx_req.async). */
+void gx_http_resume(gx_req *req);
+/* Requests under path prefix get their own body limit, and an over-limit body reaches
+ * the handler with body_too_large set (so it can answer in its own error format). */
+void gx_http_set_prefix_limit(gx_http *h, const char *prefix, size_t limit);
 /* MHD's next deadline in ms (-1: none), to bound the loop's sleep. */
 int64_t gx_http_timeout(gx_http *h);
 /* Let MHD do pending work now (e.g. right after waking streams). */

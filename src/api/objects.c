@@ -8,9 +8,12 @@
 #include <string.h>
 #include "api/daemon.h"
 #include "lib/yaml.h"
+#include "maas/maas.h"
+#include "portal/portal.h"
 
 static const char *const kinds[] = {"ResourceFlavor", "Cohort", "ClusterQueue", "LocalQueue",
-                                    "WorkloadPriorityClass", "Node", NULL};
+                                    "WorkloadPriorityClass", "Node", "Tier", "Model", "Template",
+                                    "PortalConfig", NULL};
 
 /* Objects are applied in this order so that references resolve whatever the order
  * of documents in a file. */
@@ -34,8 +37,9 @@ static int check_kind(const json_t *doc, gx_err *err)
     int r = kind_rank(kind);
     if (r < 0)
         return gx_errf(err, 400, "kind", "unknown kind %s (known: ResourceFlavor, Cohort, ClusterQueue, "
-                       "LocalQueue, WorkloadPriorityClass, Node)", kind);
-    const char *want = !strcmp(kind, "Node") ? "gpuaas.dev/v1alpha1" : "kueue.x-k8s.io/v1beta2";
+                       "LocalQueue, WorkloadPriorityClass, Node, Tier, Model, Template, PortalConfig)", kind);
+    const char *want = !strcmp(kind, "Node") || gx_maas_owns_kind(kind) || gx_portal_owns_kind(kind)
+                           ? "gpuaas.dev/v1alpha1" : "kueue.x-k8s.io/v1beta2";
     if (strcmp(av, want)) {
         if (!strcmp(av, "kueue.x-k8s.io/v1beta1"))
             return gx_errf(err, 400, "apiVersion", "kueue.x-k8s.io/v1beta1 is deprecated; write %s "
@@ -63,6 +67,8 @@ static int apply_current(gx_daemon *d, gx_engine *e, gx_err *err)
         json_t *m;
         json_object_foreach(d->objects, k, m) {
             if (kind_rank(json_string_value(json_object_get(m, "kind"))) != r) continue;
+            if (gx_maas_owns_kind(json_string_value(json_object_get(m, "kind")))) continue; /* the gateway's */
+            if (gx_portal_owns_kind(json_string_value(json_object_get(m, "kind")))) continue; /* the portal's */
             if (gx_engine_apply(e, m, err)) return -1;
         }
     }
@@ -104,7 +110,11 @@ int gx_d_apply(gx_daemon *d, const gx_yaml_docs *docs, json_t **result, gx_err *
     json_t *node;
     json_array_foreach(d->cfg.nodes, ni, node) gx_engine_apply(scratch, node, &ignore);
     for (size_t k = 0; k < docs->n; k++)
-        if (gx_engine_apply(scratch, docs->docs[idx[k]], err)) {
+        if (gx_portal_owns_kind(json_string_value(json_object_get(docs->docs[idx[k]], "kind")))
+                ? gx_portal_check_object(docs->docs[idx[k]], err)
+                : gx_maas_owns_kind(json_string_value(json_object_get(docs->docs[idx[k]], "kind")))
+                ? gx_maas_validate(d->maas, docs->docs[idx[k]], docs->docs, docs->n, err)
+                : gx_engine_apply(scratch, docs->docs[idx[k]], err)) {
             annotate(docs, idx[k], err);
             gx_engine_free(scratch);
             free(idx);
@@ -136,7 +146,9 @@ int gx_d_apply(gx_daemon *d, const gx_yaml_docs *docs, json_t **result, gx_err *
         obj_key(doc, key, sizeof key, &kind, &ns, &name);
         gx_err e;
         gx_err_clear(&e);
-        if (gx_engine_apply(d->eng, doc, &e))
+        if (gx_maas_owns_kind(kind)) gx_maas_apply(d->maas, doc);
+        else if (gx_portal_owns_kind(kind)) { /* the portal reads d->objects */ }
+        else if (gx_engine_apply(d->eng, doc, &e))
             fprintf(stderr, "gpuaas: warning: %s validated but did not apply: %s\n", key, e.msg);
         json_object_set_new(d->objects, key, json_deep_copy(doc));
     }
@@ -170,7 +182,11 @@ int gx_d_load_objects(gx_daemon *d, gx_err *err)
             if (kind_rank(json_string_value(json_object_get(m, "kind"))) != k) continue;
             gx_err e;
             gx_err_clear(&e);
-            if (gx_engine_apply(d->eng, m, &e))
+            if (gx_maas_owns_kind(json_string_value(json_object_get(m, "kind")))) {
+                if (d->maas) gx_maas_apply(d->maas, m);
+            } else if (gx_portal_owns_kind(json_string_value(json_object_get(m, "kind")))) {
+                continue; /* the portal reads d->objects */
+            } else if (gx_engine_apply(d->eng, m, &e))
                 fprintf(stderr, "gpuaas: warning: stored %s no longer applies: %s\n", key, e.msg);
         }
     }
@@ -182,6 +198,18 @@ int gx_d_delete_object(gx_daemon *d, const char *kind, const char *ns, const cha
     char key[512];
     snprintf(key, sizeof key, "%s/%s/%s", kind, ns ? ns : "", name);
     if (!json_object_get(d->objects, key)) return gx_errf(err, 404, "", "no %s %s%s%s", kind, ns && *ns ? ns : "", ns && *ns ? "/" : "", name);
+    if (gx_portal_owns_kind(kind)) {
+        if (gx_store_delete_object(d->store, kind, ns, name, err)) return -1;
+        json_object_del(d->objects, key);
+        return 0;
+    }
+    int maas = gx_maas_owns_kind(kind);
+    if (maas) {
+        if (gx_store_delete_object(d->store, kind, ns, name, err)) return -1;
+        gx_maas_delete(d->maas, kind, name, err);
+        json_object_del(d->objects, key);
+        return 0;
+    }
     if (gx_engine_delete(d->eng, kind, ns, name, err)) return -1;
     if (gx_store_delete_object(d->store, kind, ns, name, err)) {
         gx_engine_apply(d->eng, json_object_get(d->objects, key), err); /* put it back */

@@ -7,7 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include "api/daemon.h"
+#include "gpu/api.h"
 #include "lib/yaml.h"
+#include "portal/portal.h"
+#include "maas/maas.h"
 
 #define MAX_SEGS 8
 
@@ -263,21 +266,17 @@ static void object_routes(route_ctx *c, const char *plural, const char *kind)
     (void)plural;
 }
 
+/* /api/v1/gpus, /api/v1/gpus/{uuid}/utilization, POST /api/v1/gpus/mig (src/gpu/api.c) */
 static void gpus(route_ctx *c)
 {
-    if (!is(c, "GET")) { method_not_allowed(c); return; }
-    json_t *nodes = gx_engine_nodes(c->d->eng), *out = json_array();
-    size_t i, k;
-    json_t *n, *g;
-    json_array_foreach(nodes, i, n) {
-        json_array_foreach(json_object_get(n, "gpus"), k, g) {
-            json_t *x = json_deep_copy(g);
-            json_object_set(x, "node", json_object_get(n, "name"));
-            json_array_append_new(out, x);
-        }
-    }
-    json_decref(nodes);
-    items(c, out);
+    gx_err e;
+    gx_err_clear(&e);
+    json_t *out = NULL;
+    if (gx_gpu_api(c->d->eng, c->req->method, (const char *const *)c->seg + 3, c->nseg - 3, c->req->body,
+                   c->req->body_len, c->user->admin, gx_req_query(c->req, "window"), gx_loop_now(c->d->loop), &out, &e))
+        reply_err(c, &e);
+    else
+        gx_resp_json(c->resp, 200, out);
 }
 
 /* ---- users ------------------------------------------------------------------------ */
@@ -313,7 +312,10 @@ static void users(route_ctx *c)
     }
     if (c->nseg == 4 && is(c, "DELETE")) {
         if (gx_auth_delete_user(c->d->auth, c->seg[3], &e)) reply_err(c, &e);
-        else gx_resp_json(c->resp, 200, json_pack("{s:{s:s}}", "deleted", "name", c->seg[3]));
+        else {
+            gx_maas_user_deleted(c->d->maas, c->seg[3]); /* their API keys stop working too */
+            gx_resp_json(c->resp, 200, json_pack("{s:{s:s}}", "deleted", "name", c->seg[3]));
+        }
         return;
     }
     method_not_allowed(c);
@@ -351,12 +353,16 @@ void gx_d_route(gx_req *req, gx_resp *resp, void *ud)
         free(m);
         return;
     }
+    if (!strncmp(p, "/v1/", 4)) { gx_maas_v1(d->maas, req, resp); return; } /* the OpenAI API */
+    if (d->portal && gx_portal_route(d->portal, req, resp)) return;
     if (strncmp(p, "/api/v1/", 8) && strcmp(p, "/api/v1")) {
         gx_resp_errorf(resp, 404, "no such path %s (the API is under /api/v1)", p);
         return;
     }
     if (split(&c, p) || c.nseg < 3) { gx_resp_errorf(resp, 404, "no such path %s", p); return; }
     c.user = gx_auth_check(d->auth, gx_req_header(req, "Authorization"));
+    /* the portal's pages call the API as the signed-in person: session cookie + CSRF header */
+    if (!c.user && !gx_req_header(req, "Authorization") && d->portal) c.user = gx_portal_api_user(d->portal, req);
     if (!c.user) {
         gx_resp_errorf(resp, 401, "missing or invalid token: send Authorization: Bearer <token> "
                                   "(the CLI reads GPUAAS_TOKEN)");
@@ -369,8 +375,10 @@ void gx_d_route(gx_req *req, gx_resp *resp, void *ud)
                                           "namespaces", c.user->namespaces));
     } else if (!strcmp(what, "workloads")) workload_routes(&c);
     else if (!strcmp(what, "apply") && c.nseg == 3) apply(&c);
-    else if (!strcmp(what, "gpus") && c.nseg == 3) gpus(&c);
+    else if (!strcmp(what, "gpus") && c.nseg <= 5) gpus(&c);
     else if (!strcmp(what, "users") && c.nseg <= 4) users(&c);
+    else if (!strcmp(what, "keys") || !strcmp(what, "models") || !strcmp(what, "tiers") || !strcmp(what, "usage"))
+        gx_maas_api(d->maas, c.user, req, resp, c.seg, c.nseg);
     else {
         for (int i = 0; kinds[i].plural; i++)
             if (!strcmp(what, kinds[i].plural)) { object_routes(&c, kinds[i].plural, kinds[i].kind); return; }

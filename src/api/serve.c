@@ -18,6 +18,9 @@
 #include "api/daemon.h"
 #include "api/serve.h"
 #include "lib/yaml.h"
+#include "portal/portal.h"
+#include "maas/maas.h"
+#include "gpu/runtime.h"
 
 #define STREAM_POLL_MS 250
 
@@ -87,7 +90,15 @@ static int64_t prepare(gx_loop *l, void *ud)
 {
     gx_daemon *d = ud;
     int64_t sleep = gx_d_tick(d);
+    int64_t gs = gx_gpu_rt_tick(gx_loop_now(l));   /* GPU samples (utilisation history) */
+    if (gs >= 0 && (sleep < 0 || gs < sleep)) sleep = gs;
     gx_http_run(d->http);
+    /* the gateway: transfers done resume their requests, which MHD then answers;
+     * answers may start transfers, whose curl timer the second tick arms */
+    gx_maas_tick(d->maas);
+    gx_http_run(d->http);
+    int64_t g = gx_maas_tick(d->maas);
+    if (g >= 0 && (sleep < 0 || g < sleep)) sleep = g;
     int64_t t = gx_http_timeout(d->http);
     if (t >= 0 && (sleep < 0 || t < sleep)) sleep = t;
     /* Followers of logs: let their readers look again every STREAM_POLL_MS. */
@@ -207,23 +218,36 @@ int gx_serve_main(int argc, char **argv)
     if (gx_auth_bootstrap(d.auth, rotate, token, gx_loop_now(d.loop), &e) < 0) goto out;
     gx_engine_opts eo = {.fair_sharing = d.cfg.fair_sharing};
     d.eng = gx_engine_new(&eo);
+    if (!(d.maas = gx_maas_new(&d, &e))) goto out;
     if (gx_d_load_objects(&d, &e)) goto out;
     size_t i;
     json_t *x;
-    json_array_foreach(d.cfg.nodes, i, x)
+    /* the GPU layer (src/gpu): NVML or the simulated nodes, with their sharing resolved */
+    gx_gpu_config gc = {d.cfg.inventory, d.cfg.nvml_library, d.cfg.nodes, d.cfg.device_plugin,
+                        d.cfg.device_plugin_default, d.cfg.mig_parted, d.cfg.mig_default};
+    json_t *inv_nodes = gx_gpu_rt_open(&gc, d.cfg.placement_policy, d.eng, stderr, &e);
+    if (!inv_nodes) goto out;
+    json_array_foreach(inv_nodes, i, x)
         if (gx_engine_apply(d.eng, x, &e)) {
             gx_err_prefix(&e, "");
             char m[600];
             snprintf(m, sizeof m, "inventory node %zu: %s", i, e.msg);
             snprintf(e.msg, sizeof e.msg, "%s", m);
+            json_decref(inv_nodes);
             goto out;
         }
+    json_decref(inv_nodes);
     json_array_foreach(d.cfg.manifests, i, x)
         if (apply_file(&d, json_string_value(x), &e)) {
             fprintf(stderr, "gpuaas serve: %s\n", gx_err_str(&e, json_string_value(x), buf, sizeof buf));
             goto out_quiet;
         }
+    char mps_root[PATH_MAX];
+    snprintf(mps_root, sizeof mps_root, "%s", d.cfg.mps_root[0] ? d.cfg.mps_root : d.cfg.data_dir);
+    if (!d.cfg.mps_root[0]) strncat(mps_root, "/mps", sizeof mps_root - strlen(mps_root) - 1);
+    gx_gpu_rt_start(d.cfg.data_dir, mps_root, stderr);
     if (gx_d_recover(&d, &e)) goto out;
+    if (!(d.portal = gx_portal_new(&d))) { gx_errf(&e, 500, "", "cannot start the portal"); goto out; }
 
     sigset_t mask;
     sigemptyset(&mask);
@@ -237,6 +261,7 @@ int gx_serve_main(int argc, char **argv)
 
     if (!(d.http = gx_http_start(d.loop, d.cfg.listen_host, d.cfg.listen_port, d.cfg.max_body_bytes, gx_d_route, &d, &e)))
         goto out;
+    gx_maas_attach_http(d.maas, d.http);
     d.ready = 1;
     char url[128];
     snprintf(url, sizeof url, "http://%s:%d", d.cfg.listen_host, gx_http_port(d.http));
@@ -248,6 +273,7 @@ int gx_serve_main(int argc, char **argv)
         fclose(f);
     }
     fprintf(stderr, "gpuaas serve: listening on %s\n", url);
+    fprintf(stderr, "  portal:    %s/ (sign in with a token or a password)\n", url);
     fprintf(stderr, "  data:      %s (gpuaas.db, logs/)\n", d.cfg.data_dir);
     describe_inventory(&d);
     fprintf(stderr, "  workloads: %zu recovered\n", d.wls.n);
@@ -267,9 +293,13 @@ out:
 out_quiet:
     status = 1;
 cleanup:
+    gx_maas_shutdown(d.maas);
     if (d.http) gx_http_stop(d.http);
+    gx_maas_free(d.maas);
     if (sfd >= 0) close(sfd);
+    gx_portal_free(d.portal);
     gx_d_free_all(&d);
+    gx_gpu_rt_stop(stderr);
     gx_engine_free(d.eng);
     gx_auth_free(d.auth);
     gx_store_close(d.store);

@@ -11,6 +11,7 @@
 #include <curl/curl.h>
 #include "cli/cli.h"
 #include "cli/cmd.h"
+#include "cli/cmd_gpus.h"
 #include "cli/fmt.h"
 
 static const gx_cli_opt common_opts[] = {
@@ -61,6 +62,32 @@ static const gx_cli_opt users_create_opts[] = {
     {0},
 };
 static const gx_cli_opt no_opts[] = {{0}};
+static const gx_cli_opt mig_apply_opts[] = {
+    {"node", 0, "N", "the node (default: the only one)"},
+    {"filename", 'f', "FILE", "a mig-parted file to take CONFIG from (default: the daemon's inventory.migConfig)"},
+    {0},
+};
+/* the gateway's commands (cmd_keys.c) */
+int gx_cli_run_keys_create(gx_cli_ctx *c);
+int gx_cli_run_keys_ls(gx_cli_ctx *c);
+int gx_cli_run_keys_revoke(gx_cli_ctx *c);
+int gx_cli_run_models(gx_cli_ctx *c);
+int gx_cli_run_usage(gx_cli_ctx *c);
+static const gx_cli_opt keys_create_opts[] = {
+    {"tier", 0, "TIER", "the tier whose limits the key gets (required)"},
+    {"expires", 0, "DURATION", "lifetime such as 30d, 12h (default and maximum: the tier's maxKeyLifetime)"},
+    {"namespace", 'n', "NS", "namespace the key's usage is billed to (default: your first namespace)"},
+    {0},
+};
+static const gx_cli_opt keys_ls_opts[] = {
+    {"all", 0, NULL, "every user's keys (admin)"},
+    {0},
+};
+static const gx_cli_opt usage_opts[] = {
+    {"group-by", 0, "G", "key (default), user, namespace, model or tier"},
+    {"since", 0, "DURATION", "how far back, such as 1h, 7d (default 24h)"},
+    {0},
+};
 
 #define REF_DETAILS "A workload is named NS/NAME, or NAME with -n NS.\n"
 
@@ -96,7 +123,15 @@ static const gx_cli_cmd commands[] = {
      "-o wide adds the borrowing and lending limits and whether the queue is active.\n",
      "gpuaas queues\ngpuaas queues -n team-a -o yaml\n", queues_opts, 1, 0, 0, gx_cli_run_queues},
     {"gpus", "", "list the GPUs of every node and the workloads using them", NULL,
-     "gpuaas gpus\ngpuaas gpus -o json\n", no_opts, 1, 0, 0, gx_cli_run_gpus},
+     "gpuaas gpus\ngpuaas gpus -o wide\ngpuaas gpus -o json\n", no_opts, 1, 0, 0, gx_cli_run_gpus},
+    {"gpus mig apply", "CONFIG [--node N] [-f FILE]", "re-lay out a node's MIG devices from a mig-parted config (admin)",
+     "CONFIG names an entry of mig-parted's mig-configs: of the daemon's inventory.migConfig file,\n"
+     "or of FILE when -f is given. Every GPU of the node must be idle; a layout that does not\n"
+     "fit is refused with the reason and changes nothing. On real GPUs this destroys and\n"
+     "creates MIG instances through NVML (root, idle GPUs); simulated GPUs take the new layout\n"
+     "until the next start.\n",
+     "gpuaas gpus mig apply all-1g.10gb\ngpuaas gpus mig apply all-balanced --node gpu-1 -f mig-parted.yaml\n",
+     mig_apply_opts, 1, 1, 1, gx_cli_run_gpus_mig_apply},
     {"get", "KIND [NAME]", "list objects of one kind, or one object by name",
      "KIND is clusterqueues (cq), localqueues (lq), resourceflavors (rf), cohorts (co),\n"
      "workloadpriorityclasses (wpc), workloads (wl), nodes (no) or users; singular forms work too.\n"
@@ -110,6 +145,19 @@ static const gx_cli_cmd commands[] = {
     {"users ls", "", "list users (admin)", NULL, "gpuaas users ls\n", no_opts, 1, 0, 0, gx_cli_run_users_ls},
     {"users delete", "NAME", "delete a user; its tokens stop working at once (admin)", NULL,
      "gpuaas users delete alice\n", no_opts, 1, 1, 1, gx_cli_run_users_delete},
+    {"keys create", "NAME --tier TIER [--expires 30d]", "create an API key for the OpenAI-compatible gateway and print it once",
+     "The key (gpa_<id>_<secret>) is printed once and cannot be shown again. Use it with any\n"
+     "OpenAI client: base URL <server>/v1, API key the printed key.\n",
+     "gpuaas keys create laptop --tier free --expires 7d\n", keys_create_opts, 1, 1, 1, gx_cli_run_keys_create},
+    {"keys ls", "[--all]", "list your API keys (id, tier, state, expiry)", NULL, "gpuaas keys ls\n",
+     keys_ls_opts, 1, 0, 0, gx_cli_run_keys_ls},
+    {"keys revoke", "ID [ID...]", "revoke API keys; they stop working on the very next request", NULL,
+     "gpuaas keys revoke 3f9a0c1b2d4e\n", no_opts, 1, 1, -1, gx_cli_run_keys_revoke},
+    {"models", "", "list the gateway's models: served names, tiers, backend, readiness", NULL,
+     "gpuaas models\ngpuaas models -o json\n", no_opts, 1, 0, 0, gx_cli_run_models},
+    {"usage", "[--group-by key|user|namespace|model|tier] [--since 24h]", "show tokens and requests used through the gateway",
+     "A user sees their own usage; an admin sees everyone's.\n",
+     "gpuaas usage\ngpuaas usage --group-by model --since 7d\n", usage_opts, 1, 0, 0, gx_cli_run_usage},
     {"whoami", "", "show who the token belongs to and what it may do", NULL,
      "gpuaas whoami\nGPUAAS_TOKEN=gpt_... gpuaas whoami -o json\n", no_opts, 1, 0, 0, gx_cli_run_whoami},
 };
@@ -152,9 +200,13 @@ static void cmd_usage(FILE *f, const gx_cli_cmd *cmd)
 
 void gx_cli_usage(FILE *f)
 {
-    int users_done = 0;
+    int users_done = 0, keys_done = 0;
     for (size_t i = 0; i < NCOMMANDS; i++) {
         const gx_cli_cmd *c = &commands[i];
+        if (!strncmp(c->name, "keys ", 5)) {
+            if (!keys_done++) fprintf(f, "  %-12s %s\n", "keys", "create, list and revoke your API keys for the OpenAI-compatible gateway");
+            continue;
+        }
         if (!strncmp(c->name, "users ", 6)) {
             if (!users_done++) fprintf(f, "  %-12s %s\n", "users", "create, list and delete users and their tokens (admin)");
             continue;
@@ -215,12 +267,13 @@ int gx_cli_print_json(const gx_cli_ctx *c, const json_t *v)
     return 0;
 }
 
-/* "users" alone or "users --help": the three subcommands. */
-static int users_usage(FILE *f, int rc)
+/* "users" (or "keys") alone or with --help: the subcommands. */
+static int group_usage(FILE *f, const char *group, int rc)
 {
-    fputs("usage: gpuaas users create|ls|delete ...\n\n", f);
+    fprintf(f, "usage: gpuaas %s\n\n", !strcmp(group, "keys") ? "keys create|ls|revoke ..." : "users create|ls|delete ...");
+    size_t gl = strlen(group);
     for (size_t i = 0; i < NCOMMANDS; i++)
-        if (!strncmp(commands[i].name, "users ", 6))
+        if (!strncmp(commands[i].name, group, gl) && commands[i].name[gl] == ' ')
             fprintf(f, "  gpuaas %-14s %s\n", commands[i].name, commands[i].summary);
     fputs("\nEach takes --help.\n", f);
     return rc;
@@ -230,13 +283,20 @@ static const gx_cli_cmd *lookup(int *argc, char ***argv, int *rc)
 {
     const char *name = (*argv)[0];
     char full[64];
-    if (!strcmp(name, "users")) {
-        if (*argc < 2) { *rc = users_usage(stderr, 2); return NULL; }
+    const char *group = !strcmp(name, "users") ? "users" : !strcmp(name, "keys") ? "keys" : NULL;
+    /* "gpus mig apply": the one three-word command */
+    if (!strcmp(name, "gpus") && *argc >= 3 && !strcmp((*argv)[1], "mig") && !strcmp((*argv)[2], "apply")) {
+        *argc -= 2;
+        *argv += 2;
+        name = "gpus mig apply";
+    }
+    if (group) {
+        if (*argc < 2) { *rc = group_usage(stderr, group, 2); return NULL; }
         const char *sub = (*argv)[1];
-        if (!strcmp(sub, "-h") || !strcmp(sub, "--help") || !strcmp(sub, "help")) { *rc = users_usage(stdout, 0); return NULL; }
+        if (!strcmp(sub, "-h") || !strcmp(sub, "--help") || !strcmp(sub, "help")) { *rc = group_usage(stdout, group, 0); return NULL; }
         if (!strcmp(sub, "list")) sub = "ls";
-        if (!strcmp(sub, "rm")) sub = "delete";
-        snprintf(full, sizeof full, "users %s", sub);
+        if (!strcmp(sub, "rm")) sub = !strcmp(group, "keys") ? "revoke" : "delete";
+        snprintf(full, sizeof full, "%s %s", group, sub);
         name = full;
         (*argc)--;
         (*argv)++;
@@ -244,8 +304,8 @@ static const gx_cli_cmd *lookup(int *argc, char ***argv, int *rc)
     for (size_t i = 0; i < NCOMMANDS; i++)
         if (!strcmp(commands[i].name, name)) return &commands[i];
     if (name == full) {
-        fprintf(stderr, "gpuaas users: unknown subcommand '%s'\n\n", (*argv)[0]);
-        *rc = users_usage(stderr, 2);
+        fprintf(stderr, "gpuaas %s: unknown subcommand '%s'\n\n", group, (*argv)[0]);
+        *rc = group_usage(stderr, group, 2);
         return NULL;
     }
     *rc = -1;

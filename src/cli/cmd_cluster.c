@@ -121,43 +121,7 @@ int gx_cli_run_queues(gx_cli_ctx *c)
     return rc;
 }
 
-/* ---- gpus ------------------------------------------------------------------ */
-
-int gx_cli_run_gpus(gx_cli_ctx *c)
-{
-    json_t *ans = gx_cli_get(&c->http, "/api/v1/gpus");
-    if (!ans) return 1;
-    int rc = 0;
-    const json_t *items = json_object_get(ans, "items"), *g, *u;
-    if (WANT_JSON(c)) {
-        rc = gx_cli_print_json(c, ans);
-    } else if (!json_array_size(items)) {
-        fputs("No GPUs found (is a node configured? see gpuaas get nodes).\n", stderr);
-    } else {
-        static const char *const h[] = {"NODE", "INDEX", "MODEL", "MEMORY", "UUID", "WORKLOADS"};
-        gx_cli_table *t = gx_cli_table_new(6, h);
-        size_t i, j;
-        json_array_foreach(items, i, g) {
-            char idx[32], wl[1024], pod[32];
-            size_t o = 0;
-            wl[0] = 0;
-            json_array_foreach(json_object_get(g, "workloads"), j, u) {
-                int w = snprintf(wl + o, sizeof wl - o, "%s%s (pod %s)", o ? ", " : "", gx_cli_jstr_or(u, "workload", "?"),
-                                 gx_cli_jnum(u, "pod", pod, sizeof pod));
-                if (w < 0 || (size_t)w >= sizeof wl - o) break;
-                o += (size_t)w;
-            }
-            const char *cells[] = {gx_cli_jstr_or(g, "node", NULL), gx_cli_jnum(g, "index", idx, sizeof idx),
-                                   gx_cli_jstr_or(g, "model", NULL), gx_cli_jstr_or(g, "memory", NULL),
-                                   gx_cli_jstr_or(g, "uuid", NULL), wl};
-            if (t) gx_cli_table_add(t, cells);
-        }
-        if (t) gx_cli_table_print(t, stdout, 0);
-        gx_cli_table_free(t);
-    }
-    json_decref(ans);
-    return rc;
-}
+/* ---- gpus: cmd_gpus.c ----------------------------------------------------- */
 
 /* ---- get ------------------------------------------------------------------- */
 

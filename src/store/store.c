@@ -35,6 +35,22 @@ static const char *const migrations[] = {
     "CREATE TABLE tokens ("
     "  id TEXT PRIMARY KEY, user TEXT NOT NULL REFERENCES users(name) ON DELETE CASCADE,"
     "  hash BLOB NOT NULL, created_ms INTEGER NOT NULL);",
+    /* 2: the gateway's API keys and usage records (src/maas) */
+    "CREATE TABLE api_keys ("
+    "  id TEXT PRIMARY KEY, name TEXT NOT NULL, user TEXT NOT NULL, namespace TEXT NOT NULL,"
+    "  tier TEXT NOT NULL, hash BLOB NOT NULL, created_ms INTEGER NOT NULL,"
+    "  expires_ms INTEGER NOT NULL, revoked_ms INTEGER);"
+    "CREATE TABLE usage ("
+    "  seq INTEGER PRIMARY KEY AUTOINCREMENT, ts_ms INTEGER NOT NULL,"
+    "  key_id TEXT NOT NULL, user TEXT NOT NULL, namespace TEXT NOT NULL, model TEXT NOT NULL,"
+    "  tier TEXT NOT NULL, endpoint TEXT NOT NULL, prompt_tokens INTEGER NOT NULL,"
+    "  completion_tokens INTEGER NOT NULL, estimated INTEGER NOT NULL, latency_us INTEGER NOT NULL,"
+    "  ttft_us INTEGER, status INTEGER NOT NULL, stream INTEGER NOT NULL);"
+    "CREATE INDEX usage_ts ON usage (ts_ms);",
+    /* 3: portal sign-in passwords of local users (Argon2id strings, src/portal) */
+    "CREATE TABLE passwords ("
+    "  user TEXT PRIMARY KEY REFERENCES users(name) ON DELETE CASCADE,"
+    "  hash TEXT NOT NULL, updated_ms INTEGER NOT NULL);",
 };
 #define N_MIGRATIONS ((int)(sizeof migrations / sizeof migrations[0]))
 
@@ -316,4 +332,147 @@ int gx_store_meta_put(gx_store *s, const char *key, const char *value, gx_err *e
 {
     return run(s, err, "INSERT INTO meta (key, value) VALUES (?1, ?2) "
                        "ON CONFLICT (key) DO UPDATE SET value = excluded.value", "ss", key, value);
+}
+
+/* ---- gateway: API keys and usage ------------------------------------------------------ */
+
+int gx_store_put_api_key(gx_store *s, const gx_store_api_key *k, gx_err *err)
+{
+    return run(s, err,
+               "INSERT INTO api_keys (id, name, user, namespace, tier, hash, created_ms, expires_ms) "
+               "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+               "sssssbii", k->id, k->name, k->user, k->ns, k->tier, (const void *)k->hash, k->hash_len,
+               k->created_ms, k->expires_ms);
+}
+
+int gx_store_revoke_api_key(gx_store *s, const char *id, int64_t now_ms, gx_err *err)
+{
+    return run(s, err, "UPDATE api_keys SET revoked_ms = ?2 WHERE id = ?1 AND revoked_ms IS NULL", "si", id, now_ms);
+}
+
+json_t *gx_store_api_keys(gx_store *s, gx_err *err)
+{
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(s->db, "SELECT id, name, user, namespace, tier, hash, created_ms, expires_ms, "
+                           "COALESCE(revoked_ms, 0) FROM api_keys ORDER BY created_ms", -1, &st, NULL) != SQLITE_OK) {
+        sqlerr(s, err, "prepare");
+        return NULL;
+    }
+    json_t *out = json_array();
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        const unsigned char *h = sqlite3_column_blob(st, 5);
+        int n = sqlite3_column_bytes(st, 5);
+        char hex[129] = "";
+        for (int i = 0; i < n && i < 64; i++) snprintf(hex + 2 * i, 3, "%02x", h[i]);
+        json_array_append_new(out, json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:I,s:I,s:I}",
+            "id", sqlite3_column_text(st, 0), "name", sqlite3_column_text(st, 1), "user", sqlite3_column_text(st, 2),
+            "namespace", sqlite3_column_text(st, 3), "tier", sqlite3_column_text(st, 4), "hash", hex,
+            "createdMs", (json_int_t)sqlite3_column_int64(st, 6), "expiresMs", (json_int_t)sqlite3_column_int64(st, 7),
+            "revokedMs", (json_int_t)sqlite3_column_int64(st, 8)));
+    }
+    sqlite3_finalize(st);
+    return out;
+}
+
+int gx_store_put_usage(gx_store *s, const gx_store_usage *rows, size_t n, gx_err *err)
+{
+    sqlite3_stmt *st;
+    if (gx_store_begin(s, err)) return -1;
+    if (sqlite3_prepare_v2(s->db,
+            "INSERT INTO usage (ts_ms, key_id, user, namespace, model, tier, endpoint, prompt_tokens, "
+            "completion_tokens, estimated, latency_us, ttft_us, status, stream) "
+            "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)", -1, &st, NULL) != SQLITE_OK) {
+        sqlerr(s, err, "prepare");
+        gx_store_rollback(s);
+        return -1;
+    }
+    for (size_t i = 0; i < n; i++) {
+        const gx_store_usage *r = &rows[i];
+        sqlite3_bind_int64(st, 1, r->ts_ms);
+        sqlite3_bind_text(st, 2, r->key_id, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 3, r->user, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 4, r->ns, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 5, r->model, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 6, r->tier, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 7, r->endpoint, -1, SQLITE_STATIC);
+        sqlite3_bind_int64(st, 8, r->prompt);
+        sqlite3_bind_int64(st, 9, r->completion);
+        sqlite3_bind_int(st, 10, r->estimated);
+        sqlite3_bind_int64(st, 11, r->latency_us);
+        if (r->ttft_us >= 0) sqlite3_bind_int64(st, 12, r->ttft_us);
+        else sqlite3_bind_null(st, 12);
+        sqlite3_bind_int(st, 13, r->status);
+        sqlite3_bind_int(st, 14, r->stream);
+        int rc = sqlite3_step(st);
+        sqlite3_reset(st);
+        if (rc != SQLITE_DONE) {
+            sqlerr(s, err, "write");
+            sqlite3_finalize(st);
+            gx_store_rollback(s);
+            return -1;
+        }
+    }
+    sqlite3_finalize(st);
+    return gx_store_commit(s, err);
+}
+
+json_t *gx_store_usage_summary(gx_store *s, const char *group_by, int64_t since_ms, const char *user, gx_err *err)
+{
+    static const struct { const char *name, *col; } groups[] = {
+        {"key", "key_id"}, {"user", "user"}, {"namespace", "namespace"}, {"model", "model"}, {"tier", "tier"}, {NULL, NULL}};
+    const char *col = NULL;
+    for (int i = 0; groups[i].name; i++)
+        if (!strcmp(group_by, groups[i].name)) col = groups[i].col;
+    if (!col) { gx_errf(err, 400, "group_by", "group_by must be key, user, namespace, model or tier"); return NULL; }
+    char sql[512];
+    snprintf(sql, sizeof sql, "SELECT %s, COUNT(*), SUM(prompt_tokens), SUM(completion_tokens), SUM(estimated), "
+             "SUM(status >= 400) FROM usage WHERE ts_ms >= ?1 AND (?2 IS NULL OR user = ?2) GROUP BY %s ORDER BY %s",
+             col, col, col);
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(s->db, sql, -1, &st, NULL) != SQLITE_OK) { sqlerr(s, err, "prepare"); return NULL; }
+    sqlite3_bind_int64(st, 1, since_ms);
+    if (user) sqlite3_bind_text(st, 2, user, -1, SQLITE_TRANSIENT);
+    else sqlite3_bind_null(st, 2);
+    json_t *out = json_array();
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        json_int_t p = sqlite3_column_int64(st, 2), c = sqlite3_column_int64(st, 3);
+        json_array_append_new(out, json_pack("{s:s,s:I,s:I,s:I,s:I,s:I,s:I}", "group", sqlite3_column_text(st, 0),
+            "requests", (json_int_t)sqlite3_column_int64(st, 1), "promptTokens", p, "completionTokens", c,
+            "totalTokens", p + c, "estimatedRequests", (json_int_t)sqlite3_column_int64(st, 4),
+            "errors", (json_int_t)sqlite3_column_int64(st, 5)));
+    }
+    sqlite3_finalize(st);
+    return out;
+}
+
+/* ---- portal: passwords, user updates ---------------------------------------------- */
+
+int gx_store_put_password(gx_store *s, const char *user, const char *hash, int64_t now_ms, gx_err *err)
+{
+    return run(s, err, "INSERT INTO passwords (user, hash, updated_ms) VALUES (?1, ?2, ?3) "
+                       "ON CONFLICT (user) DO UPDATE SET hash = excluded.hash, updated_ms = excluded.updated_ms",
+               "ssi", user, hash, now_ms);
+}
+
+json_t *gx_store_passwords(gx_store *s, gx_err *err)
+{
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(s->db, "SELECT user, hash FROM passwords", -1, &st, NULL) != SQLITE_OK) {
+        sqlerr(s, err, "prepare");
+        return NULL;
+    }
+    json_t *out = json_array();
+    while (sqlite3_step(st) == SQLITE_ROW)
+        json_array_append_new(out, json_pack("{s:s,s:s}", "user", sqlite3_column_text(st, 0),
+                                             "hash", sqlite3_column_text(st, 1)));
+    sqlite3_finalize(st);
+    return out;
+}
+
+int gx_store_update_user(gx_store *s, const char *name, int admin, const json_t *namespaces, gx_err *err)
+{
+    char *n = dump(namespaces);
+    int rc = run(s, err, "UPDATE users SET admin = ?2, namespaces = ?3 WHERE name = ?1", "sis", name, (int64_t)admin, n);
+    free(n);
+    return rc;
 }

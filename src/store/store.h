@@ -49,6 +49,37 @@ int gx_store_delete_tokens_of(gx_store *s, const char *user, gx_err *err);
 /* [{"id","user","hash": hex}] */
 json_t *gx_store_tokens(gx_store *s, gx_err *err);
 
+/* Gateway API keys (hashes only) and usage records (src/maas). */
+typedef struct gx_store_api_key {
+    const char *id, *name, *user, *ns, *tier;
+    const unsigned char *hash;
+    size_t hash_len;
+    int64_t created_ms, expires_ms;
+} gx_store_api_key;
+int gx_store_put_api_key(gx_store *s, const gx_store_api_key *k, gx_err *err);
+int gx_store_revoke_api_key(gx_store *s, const char *id, int64_t now_ms, gx_err *err);
+/* [{"id","name","user","namespace","tier","hash": hex,"createdMs","expiresMs","revokedMs"}] */
+json_t *gx_store_api_keys(gx_store *s, gx_err *err);
+typedef struct gx_store_usage {
+    int64_t ts_ms;
+    const char *key_id, *user, *ns, *model, *tier, *endpoint;
+    int64_t prompt, completion, latency_us, ttft_us;   /* ttft_us < 0: none */
+    int estimated, stream, status;
+} gx_store_usage;
+/* n rows in one transaction. */
+int gx_store_put_usage(gx_store *s, const gx_store_usage *rows, size_t n, gx_err *err);
+/* Totals per group_by (key, user, namespace, model, tier) since since_ms, of one user
+ * (NULL: everyone): [{"group","requests","promptTokens","completionTokens","totalTokens",
+ * "estimatedRequests","errors"}]. */
+json_t *gx_store_usage_summary(gx_store *s, const char *group_by, int64_t since_ms, const char *user, gx_err *err);
+
+/* Portal sign-in passwords: Argon2id strings (crypto_pwhash_str), never the password. */
+int gx_store_put_password(gx_store *s, const char *user, const char *hash, int64_t now_ms, gx_err *err);
+/* [{"user","hash"}] */
+json_t *gx_store_passwords(gx_store *s, gx_err *err);
+/* Change a user's role and namespaces (the admin page, or a trusted proxy's groups). */
+int gx_store_update_user(gx_store *s, const char *name, int admin, const json_t *namespaces, gx_err *err);
+
 /* Small key/value settings (e.g. the schema's own bookkeeping). */
 int gx_store_meta_get(gx_store *s, const char *key, char *out, size_t n);
 int gx_store_meta_put(gx_store *s, const char *key, const char *value, gx_err *err);

@@ -1,0 +1,137 @@
+#!/usr/bin/env bash
+# Benchmark: the OpenAI-compatible gateway's overhead, against a reference in the
+# same run. Upstream: build/fake-openai (stands in for vLLM; no GPU or model here).
+#  1. small non-streamed chat completions, 64 connections, wrk (Debian's), D seconds each:
+#     upstream directly, through nginx (proxy_pass, 1 worker, upstream keep-alive) and
+#     through gpuaas with auth, limits and usage metering on. req/s, p50, p99, ratios.
+#  2. N concurrent streams (40 tokens, 50 ms apart) through nginx and through gpuaas:
+#     how many complete, and the proxy's CPU seconds.
+# Prints figures only; never fails on time.
+# Usage: bench/gateway.sh [SECONDS=5] [STREAMS=1000]   (needs wrk and nginx-light)
+set -euo pipefail
+D=${1:-5}
+N=${2:-1000}
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+BIN=${GPUAAS_BIN:-$ROOT/build/gpuaas}
+FAKE=${FAKE_BIN:-$(dirname "$BIN")/fake-openai}
+command -v wrk >/dev/null && command -v nginx >/dev/null || { echo "bench/gateway: needs wrk and nginx (scripts/install-deps.sh)"; exit 1; }
+TMP=$(mktemp -d /tmp/gpuaas-bench.XXXXXX)
+PIDS=()
+cleanup() { for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+            [[ -f $TMP/nginx.pid ]] && kill "$(cat "$TMP/nginx.pid")" 2>/dev/null; sleep 0.2; rm -rf "$TMP"; }
+trap cleanup EXIT
+ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)"
+
+"$FAKE" --port-file "$TMP/up.port" --tokens 8 --token-ms 50 >"$TMP/fake.log" 2>&1 & PIDS+=($!)
+for _ in $(seq 50); do [[ -s $TMP/up.port ]] && break; sleep 0.1; done
+UP=$(cat "$TMP/up.port")
+
+# nginx: one worker (gpuaas is one thread), keep-alive to the upstream, no buffering (SSE)
+# a free port for nginx: let a throw-away fake pick one
+"$FAKE" --port-file "$TMP/ng.port" >/dev/null 2>&1 & F2=$!
+for _ in $(seq 50); do [[ -s $TMP/ng.port ]] && break; sleep 0.1; done
+kill $F2; wait $F2 2>/dev/null || true
+NGP=$(cat "$TMP/ng.port")
+mkdir -p "$TMP/ng"
+cat >"$TMP/nginx.conf" <<NG
+worker_processes 1;
+worker_rlimit_nofile 16384;
+pid $TMP/nginx.pid;
+error_log $TMP/ng/error.log warn;
+events { worker_connections 8192; }
+http {
+  access_log off;
+  client_body_temp_path $TMP/ng; proxy_temp_path $TMP/ng; fastcgi_temp_path $TMP/ng;
+  uwsgi_temp_path $TMP/ng; scgi_temp_path $TMP/ng;
+  upstream up { server 127.0.0.1:$UP; keepalive 1024; }
+  server {
+    listen 127.0.0.1:$NGP;
+    location / { proxy_pass http://up; proxy_http_version 1.1; proxy_set_header Connection "";
+                 proxy_buffering off; proxy_read_timeout 600s; }
+  }
+}
+NG
+nginx -c "$TMP/nginx.conf" -p "$TMP/ng" -e "$TMP/ng/error.log"
+for _ in $(seq 50); do [[ -s $TMP/nginx.pid ]] && break; sleep 0.1; done
+
+cat >"$TMP/gpuaas.yaml" <<Y
+apiVersion: gpuaas.dev/v1alpha1
+kind: ServerConfig
+listen: 127.0.0.1:0
+dataDir: $TMP/data
+inventory: {source: simulated, nodes: $ROOT/examples/demo/node.yaml}
+Y
+"$BIN" serve --config "$TMP/gpuaas.yaml" >"$TMP/serve.log" 2>&1 & GPID=$!; PIDS+=($GPID)
+for _ in $(seq 100); do [[ -s $TMP/data/serve.json ]] && break; sleep 0.1; done
+GW=$(jq -r .url "$TMP/data/serve.json")
+ADMIN=$(grep -o 'gpt_[A-Za-z0-9_]*' "$TMP/serve.log" | tail -1)
+curl -sf -H "Authorization: Bearer $ADMIN" --data-binary @- "$GW/api/v1/apply" >/dev/null <<Y
+apiVersion: gpuaas.dev/v1alpha1
+kind: Tier
+metadata: {name: bench}
+spec: {limits: {requestsPerMinute: 100000000, tokensPerMinute: 100000000000, tokensPerDay: 1000000000000, maxConcurrentRequests: 100000}}
+---
+apiVersion: gpuaas.dev/v1alpha1
+kind: Model
+metadata: {name: fake}
+spec: {servedNames: [fake-model], tiers: [bench], url: "http://127.0.0.1:$UP"}
+Y
+KEY=$(curl -sf -H "Authorization: Bearer $ADMIN" -d '{"name":"bench","tier":"bench"}' "$GW/api/v1/keys" | jq -r .key)
+for _ in $(seq 100); do
+  [[ $(curl -s -H "Authorization: Bearer $ADMIN" "$GW/api/v1/models/fake" | jq -r .state) == Ready ]] && break; sleep 0.1; done
+
+BODY='{"model":"fake-model","messages":[{"role":"user","content":"hello there"}],"max_tokens":8}'
+cat >"$TMP/post.lua" <<L
+wrk.method = "POST"
+wrk.body = '$BODY'
+wrk.headers["Content-Type"] = "application/json"
+wrk.headers["Authorization"] = "Bearer $KEY"
+L
+# run NAME URL -> "req/s p50_ms p99_ms"
+ms() { awk '{v=$1; if (v ~ /us$/) {sub(/us/,"",v); v/=1000} else if (v ~ /ms$/) {sub(/ms/,"",v)} else if (v ~ /s$/) {sub(/s/,"",v); v*=1000}; printf "%.3f", v}'; }
+run() {
+  wrk -t1 -c64 -d1s -s "$TMP/post.lua" "$2" >/dev/null 2>&1   # warm-up
+  local out; out=$(wrk -t1 -c64 -d"${D}s" --latency -s "$TMP/post.lua" "$2")
+  local rps p50 p99 errs
+  rps=$(awk '/Requests\/sec/{print $2}' <<<"$out")
+  p50=$(awk '$1=="50%"{print $2}' <<<"$out" | ms); p99=$(awk '$1=="99%"{print $2}' <<<"$out" | ms)
+  errs=$(awk '/Non-2xx/{print $5}' <<<"$out"); errs=${errs:-0}
+  printf "  %-28s %10.0f req/s   p50 %7.3f ms   p99 %7.3f ms   non-2xx %s\n" "$1" "$rps" "$p50" "$p99" "$errs" >&2
+  echo "$rps $p50 $p99"
+}
+echo "gateway benchmark: $(nproc) CPUs, wrk -t1 -c64 -d${D}s, small non-streamed chat completions"
+read -r d_rps d_p50 d_p99 < <(run "upstream directly" "http://127.0.0.1:$UP/v1/chat/completions")
+read -r n_rps n_p50 n_p99 < <(run "nginx proxy_pass" "http://127.0.0.1:$NGP/v1/chat/completions")
+read -r g_rps g_p50 g_p99 < <(run "gpuaas (auth+limits+meter)" "$GW/v1/chat/completions")
+awk -v g="$g_rps" -v n="$n_rps" -v d="$d_rps" -v gp="$g_p99" -v np="$n_p99" -v dp="$d_p99" 'BEGIN{
+  printf "  throughput ratio gpuaas/nginx: %.2f   gpuaas/direct: %.2f\n", g/n, g/d;
+  printf "  added p99 over direct: gpuaas %.3f ms, nginx %.3f ms\n", gp-dp, np-dp }'
+
+cpu() { awk '{print ($14+$15)/100}' "/proc/$1/stat"; }
+streams() {  # NAME URL AUTH -> complete count and CPU seconds of PID
+  local name=$1 url=$2 pid=$3 c0 c1 t0 t1
+  set +e
+  rm -rf "$TMP/s"; mkdir -p "$TMP/s"
+  local per=$(( (N + 3) / 4 ))
+  for w in 0 1 2 3; do
+    : >"$TMP/s/cfg$w"
+    for i in $(seq 1 $per); do
+      local k=$((w * per + i)); ((k > N)) && break
+      { ((i > 1)) && echo next; echo "url = \"$url\""; echo "header = \"Authorization: Bearer $KEY\""; echo 'header = "Content-Type: application/json"'
+        echo "data = \"{\\\"model\\\":\\\"fake-model\\\",\\\"stream\\\":true,\\\"max_tokens\\\":40,\\\"messages\\\":[{\\\"role\\\":\\\"user\\\",\\\"content\\\":\\\"s $k\\\"}]}\""
+        echo "output = \"$TMP/s/out$k\""; } >>"$TMP/s/cfg$w"
+    done
+  done
+  c0=$(cpu "$pid"); t0=$(date +%s.%N)
+  CURLS=()
+  for w in 0 1 2 3; do curl -s --no-progress-meter --parallel --parallel-immediate --parallel-max 300 -N -K "$TMP/s/cfg$w" >/dev/null 2>&1 & CURLS+=($!); done
+  wait "${CURLS[@]}" 2>/dev/null || true
+  t1=$(date +%s.%N); c1=$(cpu "$pid")
+  local done_n; done_n=$(grep -l '^data: \[DONE\]' "$TMP"/s/out* 2>/dev/null | wc -l)
+  printf "  %-18s %4d/%d streams complete   wall %.1f s   proxy CPU %.2f s\n" "$name" "$done_n" "$N" \
+    "$(echo "$t1 - $t0" | bc)" "$(echo "$c1 - $c0" | bc)"
+}
+echo "$N concurrent streams (40 chunks, 50 ms apart) through each proxy"
+NGINX_PID=$(pgrep -P "$(cat "$TMP/nginx.pid")" | head -1 || true)   # the worker
+streams "nginx" "http://127.0.0.1:$NGP/v1/chat/completions" "${NGINX_PID:-$(cat "$TMP/nginx.pid")}"
+streams "gpuaas" "$GW/v1/chat/completions" "$GPID"

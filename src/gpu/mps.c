@@ -1,0 +1,205 @@
+/* gpu/mps: MPS control daemons per GPU (see mps.h).
+ * Owns: spawning nvidia-cuda-mps-control (posix_spawn: the daemon never forks itself),
+ * feeding it commands on stdin, the per-GPU directories.
+ * Must not: run on the event loop's hot path, or touch GPUs that are not MPS/fractional. */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include "gpu/mps.h"
+
+#define CMD_TIMEOUT_MS 5000
+
+typedef struct mps_gpu {
+    char uuid[96];
+    char pipe[PATH_MAX], log[PATH_MAX];
+    char state[160];
+    int running;
+} mps_gpu;
+
+struct gx_gpu_mps {
+    int n;
+    mps_gpu *g;
+};
+
+static int find_binary(void)
+{
+    const char *path = getenv("PATH");
+    char buf[PATH_MAX];
+    while (path && *path) {
+        const char *e = strchr(path, ':');
+        size_t l = e ? (size_t)(e - path) : strlen(path);
+        snprintf(buf, sizeof buf, "%.*s/%s", (int)l, path, GX_MPS_CONTROL);
+        if (l && access(buf, X_OK) == 0) return 1;
+        path = e ? e + 1 : NULL;
+    }
+    return 0;
+}
+
+static void mkdirs(const char *p)
+{
+    char tmp[PATH_MAX];
+    snprintf(tmp, sizeof tmp, "%s", p);
+    for (char *s = tmp + 1; *s; s++)
+        if (*s == '/') {
+            *s = 0;
+            mkdir(tmp, 0755);
+            *s = '/';
+        }
+    mkdir(tmp, 0755);
+}
+
+/* Wait for pid at most CMD_TIMEOUT_MS; kill it past that. Returns the exit status or -1. */
+static int wait_bounded(pid_t pid)
+{
+    for (int waited = 0; waited < CMD_TIMEOUT_MS; waited += 10) {
+        int st;
+        pid_t r = waitpid(pid, &st, WNOHANG);
+        if (r == pid) return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+        if (r < 0 && errno != EINTR) return -1;
+        nanosleep(&(struct timespec){0, 10 * 1000 * 1000}, NULL);
+    }
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+    return -1;
+}
+
+/* Run the control binary for one GPU: with "-d" (start the daemon) or with `input`
+ * written to its stdin (commands). Output goes to LOG/gpuaas-control.log. */
+static int control(const mps_gpu *g, const char *arg, const char *input)
+{
+    char e_vis[160], e_pipe[PATH_MAX + 32], e_log[PATH_MAX + 32], e_path[PATH_MAX + 8], out[PATH_MAX + 32];
+    snprintf(e_vis, sizeof e_vis, "CUDA_VISIBLE_DEVICES=%s", g->uuid);
+    snprintf(e_pipe, sizeof e_pipe, "CUDA_MPS_PIPE_DIRECTORY=%s", g->pipe);
+    snprintf(e_log, sizeof e_log, "CUDA_MPS_LOG_DIRECTORY=%s", g->log);
+    snprintf(e_path, sizeof e_path, "PATH=%s", getenv("PATH") ? getenv("PATH") : "/usr/bin:/bin");
+    snprintf(out, sizeof out, "%s/gpuaas-control.log", g->log);
+    char *envp[] = {e_vis, e_pipe, e_log, e_path, NULL};
+    char *argv[] = {(char *)GX_MPS_CONTROL, (char *)arg, NULL};
+    int fds[2] = {-1, -1};
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    if (input) {
+        if (pipe2(fds, O_CLOEXEC) < 0) { posix_spawn_file_actions_destroy(&fa); return -1; }
+        posix_spawn_file_actions_adddup2(&fa, fds[0], 0);
+    } else {
+        posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+    }
+    posix_spawn_file_actions_addopen(&fa, 1, out, O_WRONLY | O_CREAT | O_APPEND, 0644);
+    posix_spawn_file_actions_adddup2(&fa, 1, 2);
+    pid_t pid;
+    int rc = posix_spawnp(&pid, GX_MPS_CONTROL, &fa, NULL, arg ? argv : (char *[]){(char *)GX_MPS_CONTROL, NULL}, envp);
+    posix_spawn_file_actions_destroy(&fa);
+    if (input) {
+        close(fds[0]);
+        if (rc == 0) {
+            size_t len = strlen(input);
+            if (write(fds[1], input, len) != (ssize_t)len) rc = -1;
+        }
+        close(fds[1]);
+    }
+    if (rc) return -1;
+    int st = wait_bounded(pid);
+    return rc ? -1 : st;
+}
+
+static void start_one(mps_gpu *g, const gx_gpu_dev *d, FILE *log)
+{
+    mkdirs(g->pipe);
+    mkdirs(g->log);
+    /* A daemon answering on this pipe directory already (gpuaas restarted): keep it. */
+    char cpath[PATH_MAX + 16];
+    snprintf(cpath, sizeof cpath, "%s/control", g->pipe);
+    int adopted = access(cpath, F_OK) == 0 && control(g, NULL, "get_default_active_thread_percentage\n") == 0;
+    if (!adopted && control(g, "-d", NULL) != 0) {
+        snprintf(g->state, sizeof g->state, "failed: %s -d did not start (see %s)", GX_MPS_CONTROL, g->log);
+        fprintf(log, "  mps: GPU %d (%s): %s\n", d->index, d->uuid, g->state);
+        return;
+    }
+    if (d->mode == GX_SHARE_MPS) {
+        int n = d->replicas > 0 ? d->replicas : 1;
+        char cmds[256];
+        snprintf(cmds, sizeof cmds, "set_default_active_thread_percentage %d\nset_default_device_pinned_mem_limit 0 %lldM\n",
+                 100 / n, (long long)(d->mem_mib / n));
+        if (control(g, NULL, cmds) != 0) {
+            snprintf(g->state, sizeof g->state, "failed: the daemon refused the default limits (see %s)", g->log);
+            fprintf(log, "  mps: GPU %d (%s): %s\n", d->index, d->uuid, g->state);
+            return;
+        }
+    }
+    g->running = 1;
+    snprintf(g->state, sizeof g->state, "%s", adopted ? "adopted" : "running");
+    fprintf(log, "  mps: GPU %d (%s): control daemon %s, pipe %s\n", d->index, d->uuid, g->state, g->pipe);
+}
+
+gx_gpu_mps *gx_gpu_mps_start(const gx_gpu_inv *inv, const char *root, FILE *log)
+{
+    gx_gpu_mps *m = calloc(1, sizeof *m);
+    if (!m) abort();
+    int need = 0;
+    for (int i = 0; inv && i < inv->n_devs; i++)
+        need += inv->devs[i].mode == GX_SHARE_MPS || inv->devs[i].mode == GX_SHARE_FRACTIONAL;
+    if (!need) return m;
+    m->g = calloc((size_t)need, sizeof *m->g);
+    if (!m->g) abort();
+    int have = find_binary();
+    for (int i = 0; i < inv->n_devs; i++) {
+        const gx_gpu_dev *d = &inv->devs[i];
+        if (d->mode != GX_SHARE_MPS && d->mode != GX_SHARE_FRACTIONAL) continue;
+        mps_gpu *g = &m->g[m->n++];
+        snprintf(g->uuid, sizeof g->uuid, "%s", d->uuid);
+        snprintf(g->pipe, sizeof g->pipe, "%s/%s/pipe", root, d->uuid);
+        snprintf(g->log, sizeof g->log, "%s/%s/log", root, d->uuid);
+        if (!have) {
+            snprintf(g->state, sizeof g->state, "no %s", GX_MPS_CONTROL);
+            fprintf(log, "  mps: GPU %d (%s) is %s but %s is not on PATH: its workloads run without MPS limits "
+                    "(install the CUDA MPS tools)\n", d->index, d->uuid, gx_share_mode_name(d->mode), GX_MPS_CONTROL);
+            continue;
+        }
+        start_one(g, d, log);
+    }
+    return m;
+}
+
+void gx_gpu_mps_stop(gx_gpu_mps *m, const char *const *busy, int n_busy, FILE *log)
+{
+    if (!m) return;
+    for (int i = 0; i < m->n; i++) {
+        mps_gpu *g = &m->g[i];
+        if (!g->running) continue;
+        int keep = 0;
+        for (int b = 0; b < n_busy && !keep; b++) keep = busy[b] && !strcmp(busy[b], g->uuid);
+        if (keep) {
+            fprintf(log, "gpuaas: MPS daemon of %s left running for its workloads (the next start adopts it)\n", g->uuid);
+            continue;
+        }
+        if (control(g, NULL, "quit\n") != 0)
+            fprintf(log, "gpuaas: MPS daemon of %s did not quit cleanly (see %s)\n", g->uuid, g->log);
+    }
+    free(m->g);
+    free(m);
+}
+
+int gx_gpu_mps_dirs(const gx_gpu_mps *m, const char *uuid, const char **pipe_dir, const char **logdir)
+{
+    for (int i = 0; m && i < m->n; i++)
+        if (m->g[i].running && !strcmp(m->g[i].uuid, uuid)) {
+            *pipe_dir = m->g[i].pipe;
+            *logdir = m->g[i].log;
+            return 1;
+        }
+    return 0;
+}
+
+const char *gx_gpu_mps_state(const gx_gpu_mps *m, const char *uuid)
+{
+    for (int i = 0; m && i < m->n; i++)
+        if (!strcmp(m->g[i].uuid, uuid)) return m->g[i].state;
+    return NULL;
+}

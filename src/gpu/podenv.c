@@ -1,0 +1,94 @@
+/* gpu/podenv: MPS and fractional limits as environment variables (see podenv.h).
+ * Owns: the variable names and their formats (MPS docs, HAMi-core).
+ * Must not: know processes; it only returns strings. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "core/engine.h"
+#include "gpu/podenv.h"
+
+#define MAX_ENV 24
+
+static void push(char **v, int *n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void push(char **v, int *n, const char *fmt, ...)
+{
+    if (*n >= MAX_ENV) return;
+    va_list ap;
+    va_start(ap, fmt);
+    if (vasprintf(&v[*n], fmt, ap) >= 0) (*n)++;
+    va_end(ap);
+}
+
+/* The engine's figures for a device, if its placement view carries them. */
+static int dev_limits(const json_t *devices, const char *uuid, int *cores, long long *mem)
+{
+    size_t i;
+    json_t *d;
+    json_array_foreach(devices, i, d) {
+        const char *u = json_string_value(json_object_get(d, "uuid"));
+        if (!u || strcmp(u, uuid) || !json_is_integer(json_object_get(d, "cores"))) continue;
+        *cores = (int)json_integer_value(json_object_get(d, "cores"));
+        *mem = json_integer_value(json_object_get(d, "memoryMiB"));
+        return 1;
+    }
+    return 0;
+}
+
+char **gx_gpu_podenv(gx_gpu_inv *inv, const gx_gpu_mps *mps, const char *uuids, const json_t *devices)
+{
+    if (!inv || !uuids || !*uuids) return NULL;
+    char **v = calloc(MAX_ENV + 1, sizeof *v);
+    if (!v) abort();
+    int n = 0, ndev = 0;
+    char copy[1024];
+    snprintf(copy, sizeof copy, "%s", uuids);
+    for (char *s = copy; *s; s++) ndev += *s == ',';
+    ndev++;
+    char *save = NULL;
+    int i = 0;
+    for (char *u = strtok_r(copy, ",", &save); u; u = strtok_r(NULL, ",", &save), i++) {
+        int mig;
+        gx_gpu_dev *d = gx_gpu_inventory_owner(inv, u, &mig);
+        if (!d) continue;
+        if (i == 0) push(v, &n, "GPUAAS_GPU_SHARING=%s", gx_share_mode_name(d->mode));
+        if (d->mode != GX_SHARE_MPS && d->mode != GX_SHARE_FRACTIONAL) continue;
+        int cores = 100;
+        long long mem = d->mem_mib;
+        if (!dev_limits(devices, u, &cores, &mem) && d->mode == GX_SHARE_MPS) {
+            cores = 100 / (d->replicas > 0 ? d->replicas : 1);
+            mem = d->mem_mib / (d->replicas > 0 ? d->replicas : 1);
+        }
+        if (d->mode == GX_SHARE_FRACTIONAL) {
+            push(v, &n, "CUDA_DEVICE_MEMORY_LIMIT_%d=%lldm", i, mem);
+            if (i == 0) push(v, &n, "CUDA_DEVICE_SM_LIMIT=%d", cores);
+        }
+        const char *pipe_dir, *log_dir;
+        /* one MPS server per client process: only a single-device pod can use it */
+        if (ndev == 1 && mps && gx_gpu_mps_dirs(mps, d->uuid, &pipe_dir, &log_dir)) {
+            push(v, &n, "CUDA_MPS_PIPE_DIRECTORY=%s", pipe_dir);
+            push(v, &n, "CUDA_MPS_LOG_DIRECTORY=%s", log_dir);
+            push(v, &n, "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=%d", cores);
+            push(v, &n, "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT=0=%lldM", mem);
+        }
+    }
+    if (!n) { free(v); return NULL; }
+    return v;
+}
+
+char **gx_gpu_podenv_hook(void *ud, const char *key, int index, const char *uuids)
+{
+    (void)index;
+    gx_gpu_podenv_ctx *c = ud;
+    if (!c || !c->inv || !uuids || !*uuids) return NULL;
+    json_t *view = c->eng && key ? gx_engine_workload(c->eng, key, 0) : NULL;
+    json_t *devs = json_array();
+    size_t i, k;
+    json_t *pl, *d;
+    json_array_foreach(json_object_get(view, "placement"), i, pl)
+        json_array_foreach(json_object_get(pl, "devices"), k, d) json_array_append(devs, d);
+    char **v = gx_gpu_podenv(c->inv, c->mps, uuids, devs);
+    json_decref(devs);
+    json_decref(view);
+    return v;
+}

@@ -1,0 +1,31 @@
+/* gpu/podenv: the environment a pod gets for its shared devices.
+ *
+ * On top of CUDA_VISIBLE_DEVICES (podspec.c), per device the pod holds:
+ *  - MPS or fractional with a running MPS daemon, one device: CUDA_MPS_PIPE_DIRECTORY,
+ *    CUDA_MPS_LOG_DIRECTORY, CUDA_MPS_ACTIVE_THREAD_PERCENTAGE (100/N, or the vGPU's
+ *    cores) and CUDA_MPS_PINNED_DEVICE_MEM_LIMIT=0=<MiB>M (memory/N, or the vGPU's);
+ *  - fractional: HAMi-core's CUDA_DEVICE_MEMORY_LIMIT_<i>=<MiB>m and CUDA_DEVICE_SM_LIMIT;
+ *  - always GPUAAS_GPU_SHARING=<mode of the first device>.
+ * Owns: computing those entries. Must not: start anything or change the engine. */
+#ifndef GX_GPU_PODENV_H
+#define GX_GPU_PODENV_H
+#include <jansson.h>
+#include "gpu/inventory.h"
+#include "gpu/mps.h"
+
+/* `uuids` is the comma-separated CUDA_VISIBLE_DEVICES value; `devices` the engine's
+ * placement devices of that pod ([{uuid, cores, memoryMiB}], may be NULL: MPS limits
+ * then follow the GPU's replicas). Returns a NULL-terminated array of malloc'd "K=V"
+ * strings (free each and the array), or NULL when there is nothing to add. */
+char **gx_gpu_podenv(gx_gpu_inv *inv, const gx_gpu_mps *mps, const char *uuids, const json_t *devices);
+
+/* The same, for gx_podspec_set_env_hook(): ud is a gx_gpu_podenv_ctx. */
+struct gx_engine;
+typedef struct gx_gpu_podenv_ctx {
+    gx_gpu_inv *inv;
+    const gx_gpu_mps *mps;
+    const struct gx_engine *eng;
+} gx_gpu_podenv_ctx;
+char **gx_gpu_podenv_hook(void *ud, const char *key, int index, const char *uuids);
+
+#endif

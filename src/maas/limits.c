@@ -1,0 +1,250 @@
+/* maas/limits: tiers and their budgets; admission by reservation.
+ * Owns: parsing Tier objects, the fixed windows of requests and tokens (independent
+ * of each other), reservation at admission and settlement afterwards.
+ * Must not: do I/O or read a clock: "now" is passed in, so the unit tests drive it.
+ * Exactness: an admission checks used + reserved + cost <= limit for every window of
+ * the key and of the tier, then takes all of them at once (one thread: no race), so
+ * however many requests race, the tokens charged in a window never pass its limit as
+ * long as the upstream keeps to max_tokens (the reservation is the worst case). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "maas/maas_int.h"
+
+int64_t gx_maas_duration(const char *s)
+{
+    if (!s || !*s) return -1;
+    char *end;
+    long long v = strtoll(s, &end, 10);
+    if (end == s || v <= 0 || v > 100000000) return -1;
+    int64_t mult;
+    if (!strcmp(end, "ms")) mult = 1;
+    else if (!strcmp(end, "s")) mult = 1000;
+    else if (!strcmp(end, "m")) mult = 60000;
+    else if (!strcmp(end, "h")) mult = 3600000;
+    else if (!strcmp(end, "d")) mult = 86400000;
+    else return -1;
+    return (int64_t)v * mult;
+}
+
+void gx_maas_fmt_reset(int64_t ms, char *out, size_t n)
+{
+    if (ms < 0) ms = 0;
+    if (ms < 1000) snprintf(out, n, "%lldms", (long long)ms);
+    else if (ms < 60000) snprintf(out, n, "%llds", (long long)((ms + 999) / 1000));
+    else if (ms < 3600000) snprintf(out, n, "%lldm%llds", (long long)(ms / 60000), (long long)(ms % 60000 + 999) / 1000);
+    else snprintf(out, n, "%lldh%lldm%llds", (long long)(ms / 3600000), (long long)(ms % 3600000 / 60000),
+                  (long long)(ms % 60000 + 999) / 1000);
+}
+
+/* requestsPerMinute / tokensPerDay ... and the general form [{limit, window}]. */
+static const struct { const char *suffix; int64_t ms; } per[] = {
+    {"PerSecond", 1000}, {"PerMinute", 60000}, {"PerHour", 3600000}, {"PerDay", 86400000}, {NULL, 0}};
+
+static int add_window(gx_maas_wspec *w, int *n, int64_t limit, int64_t len, const char *field, gx_err *err)
+{
+    if (*n >= GX_MAAS_WIN) return gx_errf(err, 422, field, "at most %d windows per kind", GX_MAAS_WIN);
+    if (limit < 0 || limit > 1000000000000LL) return gx_errf(err, 422, field, "limit must be between 0 and 1e12");
+    w[*n].limit = limit;
+    w[*n].len_ms = len;
+    (*n)++;
+    return 0;
+}
+
+static int parse_limits(const json_t *lim, gx_maas_limits *l, const char *where, gx_err *err)
+{
+    memset(l, 0, sizeof *l);
+    if (!lim) return 0;
+    if (!json_is_object(lim)) return gx_errf(err, 422, where, "must be a mapping");
+    const char *k;
+    json_t *v;
+    char field[160];
+    json_object_foreach((json_t *)lim, k, v) {
+        snprintf(field, sizeof field, "%s.%s", where, k);
+        int done = 0;
+        for (int i = 0; per[i].suffix && !done; i++) {
+            char rq[64], tk[64];
+            snprintf(rq, sizeof rq, "requests%s", per[i].suffix);
+            snprintf(tk, sizeof tk, "tokens%s", per[i].suffix);
+            int isr = !strcmp(k, rq), ist = !strcmp(k, tk);
+            if (!isr && !ist) continue;
+            if (!json_is_integer(v)) return gx_errf(err, 422, field, "must be an integer");
+            if (add_window(isr ? l->req : l->tok, isr ? &l->nreq : &l->ntok, json_integer_value(v), per[i].ms, field, err))
+                return -1;
+            done = 1;
+        }
+        if (done) continue;
+        if (!strcmp(k, "maxConcurrentRequests")) {
+            if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) > 1000000)
+                return gx_errf(err, 422, field, "must be an integer between 0 and 1000000");
+            l->max_concurrent = (int)json_integer_value(v);
+        } else if (!strcmp(k, "requests") || !strcmp(k, "tokens")) {
+            int isr = !strcmp(k, "requests");
+            if (!json_is_array(v)) return gx_errf(err, 422, field, "must be a list of {limit, window}");
+            size_t i;
+            json_t *x;
+            json_array_foreach(v, i, x) {
+                json_t *li = json_object_get(x, "limit");
+                int64_t len = gx_maas_duration(json_string_value(json_object_get(x, "window")));
+                snprintf(field, sizeof field, "%s.%s[%zu]", where, k, i);
+                if (!json_is_integer(li) || len <= 0)
+                    return gx_errf(err, 422, field, "needs limit (integer) and window (30s, 1m, 1h, 1d)");
+                if (add_window(isr ? l->req : l->tok, isr ? &l->nreq : &l->ntok, json_integer_value(li), len, field, err))
+                    return -1;
+            }
+        } else {
+            return gx_errf(err, 422, field, "unknown limit %s (requestsPerMinute, tokensPerMinute, ...PerSecond/Hour/Day, "
+                           "requests/tokens: [{limit, window}], maxConcurrentRequests)", k);
+        }
+    }
+    return 0;
+}
+
+int gx_maas_tier_parse(const json_t *doc, gx_maas_tier *t, gx_err *err)
+{
+    const json_t *spec = json_object_get(doc, "spec");
+    if (spec && !json_is_object(spec)) return gx_errf(err, 422, "spec", "must be a mapping");
+    gx_maas_limits a, b;
+    if (parse_limits(json_object_get(spec, "limits"), &a, "spec.limits", err)) return -1;
+    if (parse_limits(json_object_get(spec, "sharedLimits"), &b, "spec.sharedLimits", err)) return -1;
+    int64_t life = 90LL * 86400000;
+    const json_t *ml = json_object_get(spec, "maxKeyLifetime");
+    if (!ml) ml = json_object_get(json_object_get(spec, "limits"), "maxKeyLifetime");
+    if (ml && (life = gx_maas_duration(json_string_value(ml))) <= 0)
+        return gx_errf(err, 422, "spec.maxKeyLifetime", "must be a duration such as 30d, 12h");
+    int64_t mt = 4096;
+    const json_t *x = json_object_get(spec, "maxTokensPerRequest");
+    if (x) {
+        if (!json_is_integer(x) || json_integer_value(x) < 1 || json_integer_value(x) > 10000000)
+            return gx_errf(err, 422, "spec.maxTokensPerRequest", "must be an integer between 1 and 10000000");
+        mt = json_integer_value(x);
+    }
+    const json_t *us = json_object_get(spec, "users"), *ns = json_object_get(spec, "namespaces");
+    if ((us && !json_is_array(us)) || (ns && !json_is_array(ns)))
+        return gx_errf(err, 422, us && !json_is_array(us) ? "spec.users" : "spec.namespaces", "must be a list of names");
+    if (!t) return 0;
+    t->per_key = a;
+    t->shared = b;
+    t->max_key_life_ms = life;
+    t->max_tokens = mt;
+    json_decref(t->users);
+    json_decref(t->namespaces);
+    t->users = us ? json_deep_copy(us) : NULL;
+    t->namespaces = ns ? json_deep_copy(ns) : NULL;
+    return 0;
+}
+
+/* Start a new window when now has moved past the current one. */
+static void roll(const gx_maas_limits *l, gx_maas_bucket *b, int64_t now)
+{
+    for (int i = 0; i < l->nreq; i++) {
+        int64_t start = now - now % l->req[i].len_ms;
+        if (b->req_start[i] != start) { b->req_start[i] = start; b->req_used[i] = 0; }
+    }
+    for (int i = 0; i < l->ntok; i++) {
+        int64_t start = now - now % l->tok[i].len_ms;
+        if (b->tok_start[i] != start) { b->tok_start[i] = start; b->tok_used[i] = 0; }
+    }
+}
+
+/* Would this request fit? Fills the verdict's numbers for the tightest window. */
+static int check(const gx_maas_limits *l, const gx_maas_bucket *b, int64_t cost, int64_t now, gx_maas_verdict *v,
+                 const char *who)
+{
+    if (l->max_concurrent && b->inflight >= l->max_concurrent) {
+        v->result = GX_MAAS_LIM_CONCURRENCY;
+        v->retry_ms = 1000;
+        snprintf(v->msg, sizeof v->msg, "Rate limit reached for %s on concurrent requests: limit %d, in flight %d. "
+                 "Please retry when one ends.", who, l->max_concurrent, b->inflight);
+        return -1;
+    }
+    for (int i = 0; i < l->nreq; i++) {
+        if (b->req_used[i] + 1 <= l->req[i].limit) continue;
+        v->result = GX_MAAS_LIM_REQUESTS;
+        v->retry_ms = b->req_start[i] + l->req[i].len_ms - now;
+        snprintf(v->msg, sizeof v->msg, "Rate limit reached for %s on requests per %llds: Limit %lld, Used %lld. "
+                 "Please try again in %.3fs.", who, (long long)(l->req[i].len_ms / 1000), (long long)l->req[i].limit,
+                 (long long)b->req_used[i], (double)v->retry_ms / 1000);
+        return -1;
+    }
+    for (int i = 0; i < l->ntok; i++) {
+        int64_t used = b->tok_used[i] + b->tok_reserved;
+        if (used + cost <= l->tok[i].limit) continue;
+        int never = cost > l->tok[i].limit;
+        v->result = never ? GX_MAAS_LIM_TOO_BIG : GX_MAAS_LIM_TOKENS;
+        v->retry_ms = b->tok_start[i] + l->tok[i].len_ms - now;
+        if (b->tok_reserved && v->retry_ms > 1000) v->retry_ms = 1000; /* in-flight requests may give tokens back */
+        snprintf(v->msg, sizeof v->msg, "Rate limit reached for %s on tokens per %llds: Limit %lld, Used %lld, "
+                 "Requested %lld.%s", who, (long long)(l->tok[i].len_ms / 1000), (long long)l->tok[i].limit,
+                 (long long)used, (long long)cost,
+                 never ? " The request alone is larger than the limit: lower max_tokens." : " Please try again later.");
+        return -1;
+    }
+    return 0;
+}
+
+/* The tightest window of each kind, for the x-ratelimit-* headers. */
+static void headers_of(const gx_maas_limits *l, const gx_maas_bucket *b, int64_t now, gx_maas_verdict *v)
+{
+    v->lim_req = v->lim_tok = -1;
+    for (int i = 0; i < l->nreq; i++) {
+        int64_t rem = l->req[i].limit - b->req_used[i];
+        if (v->lim_req < 0 || rem < v->rem_req) {
+            v->lim_req = l->req[i].limit;
+            v->rem_req = rem < 0 ? 0 : rem;
+            v->reset_req_ms = b->req_start[i] + l->req[i].len_ms - now;
+        }
+    }
+    for (int i = 0; i < l->ntok; i++) {
+        int64_t rem = l->tok[i].limit - b->tok_used[i] - b->tok_reserved;
+        if (v->lim_tok < 0 || rem < v->rem_tok) {
+            v->lim_tok = l->tok[i].limit;
+            v->rem_tok = rem < 0 ? 0 : rem;
+            v->reset_tok_ms = b->tok_start[i] + l->tok[i].len_ms - now;
+        }
+    }
+}
+
+int gx_maas_admit(gx_maas_tier *t, gx_maas_bucket *kb, int64_t cost, int64_t now, gx_maas_verdict *v)
+{
+    memset(v, 0, sizeof *v);
+    roll(&t->per_key, kb, now);
+    roll(&t->shared, &t->bucket, now);
+    char who[96];
+    snprintf(who, sizeof who, "this key (tier %s)", t->name);
+    int rc = check(&t->per_key, kb, cost, now, v, who);
+    if (!rc) {
+        snprintf(who, sizeof who, "tier %s (all its keys)", t->name);
+        rc = check(&t->shared, &t->bucket, cost, now, v, who);
+    }
+    if (!rc) {
+        for (int i = 0; i < t->per_key.nreq; i++) kb->req_used[i]++;
+        for (int i = 0; i < t->shared.nreq; i++) t->bucket.req_used[i]++;
+        kb->tok_reserved += cost;
+        t->bucket.tok_reserved += cost;
+        kb->inflight++;
+        t->bucket.inflight++;
+    }
+    headers_of(&t->per_key, kb, now, v);
+    if (v->lim_req < 0 && v->lim_tok < 0) headers_of(&t->shared, &t->bucket, now, v);
+    if (v->retry_ms < 0) v->retry_ms = 0;
+    return rc;
+}
+
+static void settle_one(const gx_maas_limits *l, gx_maas_bucket *b, int64_t reserved, int64_t actual, int refund, int64_t now)
+{
+    roll(l, b, now);
+    b->tok_reserved -= reserved;
+    if (b->tok_reserved < 0) b->tok_reserved = 0;
+    if (b->inflight > 0) b->inflight--;
+    for (int i = 0; i < l->ntok; i++) b->tok_used[i] += actual;
+    if (refund)
+        for (int i = 0; i < l->nreq; i++)
+            if (b->req_used[i] > 0) b->req_used[i]--;
+}
+
+void gx_maas_settle(gx_maas_tier *t, gx_maas_bucket *kb, int64_t reserved, int64_t actual, int refund_request, int64_t now)
+{
+    settle_one(&t->per_key, kb, reserved, actual, refund_request, now);
+    settle_one(&t->shared, &t->bucket, reserved, actual, refund_request, now);
+}

@@ -1,0 +1,239 @@
+/* maas_int: what the gateway's files share (keys.c, limits.c, models.c, proxy.c,
+ * sse.c, usage.c, maas.c). Not for use outside src/maas.
+ * Lifetimes: tiers, keys, models and replicas are never freed while the daemon runs
+ * (a delete marks them gone), so an in-flight request may keep pointers to them. */
+#ifndef GX_MAAS_INT_H
+#define GX_MAAS_INT_H
+#include <stddef.h>
+#include <stdint.h>
+#include <jansson.h>
+#include "api/http.h"
+#include "lib/err.h"
+#include "lib/strmap.h"
+#include "store/store.h"
+#include "maas/maas.h"
+
+#define GX_MAAS_WIN 4          /* windows per kind (e.g. per minute and per day) */
+#define GX_MAAS_MAX_REPLICAS 16
+#define GX_MAAS_HASH 32
+
+/* ---- limits.c: windows, buckets, reservation ------------------------------------ */
+
+typedef struct gx_maas_wspec { int64_t limit, len_ms; } gx_maas_wspec;
+
+typedef struct gx_maas_limits {
+    gx_maas_wspec req[GX_MAAS_WIN], tok[GX_MAAS_WIN];
+    int nreq, ntok;
+    int max_concurrent;        /* 0: none */
+} gx_maas_limits;
+
+/* The counters of one subject (a key, or a whole tier). Fixed windows aligned on
+ * multiples of their length (like Limitador); reserved tokens are window-independent
+ * so that in-flight reservations still count after a window rolls over. */
+typedef struct gx_maas_bucket {
+    int64_t req_start[GX_MAAS_WIN], req_used[GX_MAAS_WIN];
+    int64_t tok_start[GX_MAAS_WIN], tok_used[GX_MAAS_WIN];
+    int64_t tok_reserved;
+    int inflight;
+} gx_maas_bucket;
+
+enum { GX_MAAS_OK = 0, GX_MAAS_LIM_REQUESTS, GX_MAAS_LIM_TOKENS, GX_MAAS_LIM_CONCURRENCY, GX_MAAS_LIM_TOO_BIG };
+
+/* The answer of an admission: what to say in x-ratelimit-* and retry-after. */
+typedef struct gx_maas_verdict {
+    int result;                /* GX_MAAS_OK or GX_MAAS_LIM_* */
+    int64_t lim_req, rem_req, reset_req_ms;   /* -1 lim: no request window */
+    int64_t lim_tok, rem_tok, reset_tok_ms;
+    int64_t retry_ms;
+    char msg[256];
+} gx_maas_verdict;
+
+typedef struct gx_maas_tier {
+    char name[64];
+    int present;
+    gx_maas_limits per_key;    /* spec.limits: every key of the tier has this budget */
+    gx_maas_limits shared;     /* spec.sharedLimits: all keys of the tier together */
+    gx_maas_bucket bucket;     /* counters of the shared limits */
+    int64_t max_key_life_ms;
+    int64_t max_tokens;        /* reservation when a request names no max_tokens, and its cap */
+    json_t *users, *namespaces;  /* who may create keys of this tier (NULL: everyone) */
+} gx_maas_tier;
+
+/* Parse a Tier manifest into t (name and counters untouched). */
+int gx_maas_tier_parse(const json_t *doc, gx_maas_tier *t, gx_err *err);
+/* "30s", "5m", "2h", "7d" -> ms; -1 when not a duration. */
+int64_t gx_maas_duration(const char *s);
+/* Admit a request costing cost tokens against the key's and the tier's budgets, all or
+ * nothing. On success the request, the reservation and the concurrency slot are taken. */
+int gx_maas_admit(gx_maas_tier *t, gx_maas_bucket *kb, int64_t cost, int64_t now, gx_maas_verdict *v);
+/* Give back the reservation and charge the actual tokens; refund_request undoes the
+ * request count (the upstream never answered). */
+void gx_maas_settle(gx_maas_tier *t, gx_maas_bucket *kb, int64_t reserved, int64_t actual,
+                    int refund_request, int64_t now);
+/* "1s", "20ms", "6m0s" (OpenAI's reset format). */
+void gx_maas_fmt_reset(int64_t ms, char *out, size_t n);
+
+/* ---- keys.c ------------------------------------------------------------------------ */
+
+typedef struct gx_maas_key {
+    char id[16], name[64], user[64], ns[64], tier[64];
+    unsigned char hash[GX_MAAS_HASH];
+    int64_t created_ms, expires_ms, revoked_ms;
+    gx_maas_bucket bucket;
+} gx_maas_key;
+
+typedef struct gx_maas_keys gx_maas_keys;
+gx_maas_keys *gx_maas_keys_open(gx_store *st, const char *data_dir, gx_err *err);
+void gx_maas_keys_free(gx_maas_keys *k);
+/* The key a bearer value names, if it is valid now; else NULL with why (for 401). */
+gx_maas_key *gx_maas_keys_check(gx_maas_keys *k, const char *bearer, int64_t now, const char **why);
+/* Create and commit; the full key is written to out (shown once). */
+gx_maas_key *gx_maas_keys_create(gx_maas_keys *k, const char *name, const char *user, const char *ns,
+                                 const char *tier, int64_t now, int64_t expires_ms, char *out, size_t outn,
+                                 gx_err *err);
+gx_maas_key *gx_maas_keys_get(gx_maas_keys *k, const char *id);
+int gx_maas_keys_revoke(gx_maas_keys *k, gx_maas_key *key, int64_t now, gx_err *err);
+/* Revoke every key of user; returns how many. */
+int gx_maas_keys_revoke_user(gx_maas_keys *k, const char *user, int64_t now);
+/* [{id,name,user,namespace,tier,createdAt,expiresAt,revokedAt,state}] of user (NULL: all). */
+json_t *gx_maas_keys_list(gx_maas_keys *k, const char *user, int64_t now);
+json_t *gx_maas_key_view(const gx_maas_key *key, int64_t now);
+
+/* ---- models.c ------------------------------------------------------------------------ */
+
+typedef struct gx_maas_replica {
+    char url[256];             /* base URL, no trailing slash ("http://127.0.0.1:8001") */
+    int ready;
+    int outstanding;           /* requests in flight to it */
+    int retired;
+    int64_t next_probe_ms;
+    void *probe;               /* CURL * of the readiness probe in flight */
+    void *probe_hdrs;          /* its header list (the upstream's API key), freed when it ends */
+    /* workload-backed */
+    char wl_key[256];
+    int port;
+    int wl_state;              /* 0 none, 1 submitted, 2 stopping (waiting to delete) */
+    int64_t start_at;          /* restart after back-off */
+    int64_t backoff_ms;
+    int restarts;
+} gx_maas_replica;
+
+typedef struct gx_maas_model {
+    char name[128];
+    int present;
+    json_t *spec;              /* owned copy */
+    json_t *served, *tiers;    /* borrowed from spec */
+    int workload;              /* backend: 0 spec.url(s), 1 spec.workload */
+    gx_maas_replica *rep[GX_MAAS_MAX_REPLICAS];
+    int nrep;
+    size_t max_body;
+    char ready_path[128];
+    int min_replicas;          /* 0: scale to zero when idle */
+    int wanted;                /* workload replicas should run */
+    int64_t idle_ms, last_request_ms;
+    uint64_t requests;
+    char auth[600];            /* "Authorization: Bearer ..." for the upstream, from spec.apiKeyFile; "" none */
+} gx_maas_model;
+
+int gx_maas_model_validate(const json_t *doc, gx_err *err);
+void gx_maas_models_apply(gx_maas *m, const json_t *doc);
+int gx_maas_models_delete(gx_maas *m, const char *name, gx_err *err);
+gx_maas_model *gx_maas_models_find(gx_maas *m, const char *served);
+/* The ready replica with the fewest requests in flight, skipping `not`; NULL if none. */
+gx_maas_replica *gx_maas_models_pick(gx_maas_model *md, const gx_maas_replica *not);
+int gx_maas_model_allows(const gx_maas_model *md, const char *tier);
+/* Probes and workloads; returns ms until it wants to run again. */
+int64_t gx_maas_models_tick(gx_maas *m, int64_t now);
+void gx_maas_models_probe_done(gx_maas *m, void *easy, int ok);
+json_t *gx_maas_model_view(const gx_maas_model *md);
+void gx_maas_models_free(gx_maas *m);
+
+/* ---- sse.c: the event stream from the upstream ------------------------------------ */
+
+typedef struct gx_maas_sse {
+    char *pend;                /* an incomplete event */
+    size_t plen, pcap;
+    int strip_usage;           /* the client did not ask for usage: hide it */
+    int have_usage;
+    int64_t prompt, completion;
+    int64_t content_chunks, content_bytes;
+} gx_maas_sse;
+
+typedef struct gx_maas_buf { char *p; size_t len, cap, off; } gx_maas_buf;
+void gx_maas_buf_add(gx_maas_buf *b, const char *p, size_t n);
+void gx_maas_buf_free(gx_maas_buf *b);
+
+/* Feed upstream bytes; complete events go to out (usage chunk handled as the issue
+ * says). flush=1 at the end of the stream passes on what is left. */
+void gx_maas_sse_feed(gx_maas_sse *s, const char *p, size_t n, gx_maas_buf *out, int flush);
+void gx_maas_sse_free(gx_maas_sse *s);
+/* Usage of a non-streamed answer; 0 when found. */
+int gx_maas_usage_of(const char *body, size_t len, int64_t *prompt, int64_t *completion, int64_t *content_bytes);
+/* A prompt's token estimate from the request (bytes of text / 3, plus per message). */
+int64_t gx_maas_prompt_estimate(const json_t *body);
+
+/* ---- usage.c: records and metrics ---------------------------------------------------- */
+
+typedef struct gx_maas_record {
+    int64_t ts_ms;
+    char key_id[16], user[64], ns[64], model[128], tier[64], endpoint[24];
+    int64_t prompt, completion;
+    int estimated, stream, status;
+    double latency_s, ttft_s;  /* ttft < 0: none */
+} gx_maas_record;
+
+typedef struct gx_maas_usage gx_maas_usage;
+gx_maas_usage *gx_maas_usage_new(gx_store *st);
+void gx_maas_usage_free(gx_maas_usage *u);
+void gx_maas_usage_add(gx_maas_usage *u, const gx_maas_record *r);
+/* An admission refused by a limit. */
+void gx_maas_usage_limited(gx_maas_usage *u, const char *model, const char *tier);
+/* Write pending records when due (one transaction). */
+void gx_maas_usage_flush(gx_maas_usage *u, int64_t now, int force);
+char *gx_maas_usage_metrics(gx_maas_usage *u, char *text);
+json_t *gx_maas_usage_query(gx_maas_usage *u, const char *group_by, int64_t since_ms, const char *user, gx_err *err);
+
+/* ---- proxy.c ------------------------------------------------------------------------- */
+
+typedef struct gx_maas_proxy gx_maas_proxy;
+gx_maas_proxy *gx_maas_proxy_new(gx_maas *m);
+void gx_maas_proxy_free(gx_maas_proxy *p);
+void gx_maas_proxy_shutdown(gx_maas_proxy *p);
+int64_t gx_maas_proxy_tick(gx_maas_proxy *p);
+/* Start a GET for a readiness probe; done through gx_maas_models_probe_done. */
+void *gx_maas_proxy_probe(gx_maas_proxy *p, const char *url, const char *auth, void **hdrs);
+void gx_maas_proxy_free_headers(void *hdrs);
+void gx_maas_proxy_probe_cancel(gx_maas_proxy *p, void *easy);
+/* A POST /v1/... that passed auth: route, limit, forward. */
+void gx_maas_proxy_call(gx_maas *m, gx_req *req, gx_resp *resp, gx_maas_key *key, gx_maas_tier *tier,
+                        const char *endpoint);
+void gx_maas_proxy_answer(gx_maas *m, gx_req *req, gx_resp *resp);
+int gx_maas_proxy_inflight(const gx_maas_proxy *p);
+uint64_t gx_maas_proxy_pauses(const gx_maas_proxy *p);
+
+/* ---- maas.c ------------------------------------------------------------------------- */
+
+struct gx_maas {
+    struct gx_daemon *d;
+    gx_maas_keys *keys;
+    gx_strmap tiers;           /* name -> gx_maas_tier * */
+    gx_strmap models;          /* name -> gx_maas_model * */
+    gx_strmap served;          /* served name -> gx_maas_model * (rebuilt on change) */
+    gx_maas_proxy *proxy;
+    gx_maas_usage *usage;
+    gx_http *http;
+    size_t body_limit;         /* of /v1/ */
+    int64_t heartbeat_ms;
+};
+
+gx_maas_tier *gx_maas_tier_get(gx_maas *m, const char *name);
+/* {"error":{"message","type","param","code"}} (OpenAI's envelope). */
+void gx_maas_oai_error(gx_resp *resp, int status, const char *type, const char *code, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+/* x-ratelimit-* (and retry-after when refused) from a verdict. */
+void gx_maas_limit_headers(gx_resp *resp, const gx_maas_verdict *v);
+int64_t gx_maas_now(const gx_maas *m);
+/* Monotonic seconds, for latencies. */
+double gx_maas_mono(void);
+
+#endif

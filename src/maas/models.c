@@ -1,0 +1,500 @@
+/* maas/models: Model objects and their replicas.
+ * Owns: validating Models, the served-name index, the replicas of each model and
+ * their readiness (a GET of the readiness path, every 5 s when ready and every 0.5 s
+ * when not), least-outstanding-requests choice, and, for spec.workload models, the
+ * model server's life: a long-running Job per replica in a Kueue queue (so it takes
+ * its GPU share through the same quotas as everything else), restarted with
+ * exponential back-off when it ends, started on the first request when scaled to
+ * zero and stopped again after idleSeconds without requests.
+ * Must not: free a replica or a model while the daemon runs (requests in flight point
+ * to them); block (probes go through proxy.c's curl multi). */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+#include "api/daemon.h"
+#include "maas/maas_int.h"
+
+#define MAX_GRAVE 4096
+
+static gx_maas_replica *grave[MAX_GRAVE]; /* retired replicas, freed at shutdown */
+static size_t ngrave;
+
+static void bury(gx_maas_replica *r)
+{
+    r->retired = 1;
+    r->ready = 0;
+    if (ngrave < MAX_GRAVE) grave[ngrave++] = r;
+}
+
+static int strings_ok(const json_t *a, size_t min, size_t max, size_t maxlen)
+{
+    if (!json_is_array(a) || json_array_size(a) < min || json_array_size(a) > max) return 0;
+    size_t i;
+    json_t *x;
+    json_array_foreach(a, i, x)
+        if (!json_is_string(x) || json_string_length(x) == 0 || json_string_length(x) > maxlen) return 0;
+    return 1;
+}
+
+static int url_ok(const char *u)
+{
+    return u && strlen(u) < 200 && (!strncmp(u, "http://", 7) || !strncmp(u, "https://", 8)) && !strpbrk(u, " \r\n");
+}
+
+static int validate_workload(const json_t *w, gx_err *err)
+{
+    if (!json_is_object(w)) return gx_errf(err, 422, "spec.workload", "must be a mapping");
+    if (!strings_ok(json_object_get(w, "command"), 1, 256, 4096))
+        return gx_errf(err, 422, "spec.workload.command", "a list of 1 to 256 strings, with {port} (and {model}, {share})");
+    const char *q = json_string_value(json_object_get(w, "queue"));
+    if (!q || !gx_dns_label_ok(q)) return gx_errf(err, 422, "spec.workload.queue", "the LocalQueue to run in (a name)");
+    const char *ns = json_string_value(json_object_get(w, "namespace"));
+    if (json_object_get(w, "namespace") && (!ns || !gx_dns_label_ok(ns)))
+        return gx_errf(err, 422, "spec.workload.namespace", "must be a namespace name");
+    const json_t *r = json_object_get(w, "replicas");
+    if (r && (!json_is_integer(r) || json_integer_value(r) < 1 || json_integer_value(r) > GX_MAAS_MAX_REPLICAS))
+        return gx_errf(err, 422, "spec.workload.replicas", "must be an integer from 1 to %d", GX_MAAS_MAX_REPLICAS);
+    const json_t *mr = json_object_get(w, "minReplicas");
+    if (mr && (!json_is_integer(mr) || json_integer_value(mr) < 0))
+        return gx_errf(err, 422, "spec.workload.minReplicas", "must be 0 (scale to zero when idle) or the replicas");
+    const json_t *res = json_object_get(w, "resources");
+    if (res && !json_is_object(res)) return gx_errf(err, 422, "spec.workload.resources", "must be a mapping of quantities");
+    const char *rp = json_string_value(json_object_get(w, "readinessPath"));
+    if (json_object_get(w, "readinessPath") && (!rp || rp[0] != '/' || strlen(rp) > 100))
+        return gx_errf(err, 422, "spec.workload.readinessPath", "must be a path starting with /");
+    const json_t *idle = json_object_get(w, "idleSeconds");
+    if (idle && (!json_is_integer(idle) || json_integer_value(idle) < 1))
+        return gx_errf(err, 422, "spec.workload.idleSeconds", "must be a positive integer");
+    return 0;
+}
+
+int gx_maas_model_validate(const json_t *doc, gx_err *err)
+{
+    const char *name = json_string_value(json_object_get(json_object_get(doc, "metadata"), "name"));
+    if (!name || !gx_dns_label_ok(name) || strlen(name) > 50)
+        return gx_errf(err, 422, "metadata.name", "a Model needs a name (lower case, digits and -, at most 50)");
+    const json_t *spec = json_object_get(doc, "spec");
+    if (!json_is_object(spec)) return gx_errf(err, 422, "spec", "a Model needs a spec");
+    const json_t *sn = json_object_get(spec, "servedNames");
+    if (sn && !strings_ok(sn, 1, 16, 128))
+        return gx_errf(err, 422, "spec.servedNames", "a list of 1 to 16 names (what clients put in \"model\")");
+    if (!strings_ok(json_object_get(spec, "tiers"), 1, 64, 63))
+        return gx_errf(err, 422, "spec.tiers", "a list of the tiers that may use this model");
+    int n = !!json_object_get(spec, "url") + !!json_object_get(spec, "urls") + !!json_object_get(spec, "workload");
+    if (n != 1) return gx_errf(err, 422, "spec", "give exactly one backend: url (or urls) of an OpenAI-compatible server, or workload");
+    if (json_object_get(spec, "url") && !url_ok(json_string_value(json_object_get(spec, "url"))))
+        return gx_errf(err, 422, "spec.url", "must be an http:// or https:// URL (without /v1)");
+    if (json_object_get(spec, "urls")) {
+        const json_t *u = json_object_get(spec, "urls");
+        if (!strings_ok(u, 1, GX_MAAS_MAX_REPLICAS, 199)) return gx_errf(err, 422, "spec.urls", "a list of 1 to %d URLs", GX_MAAS_MAX_REPLICAS);
+        size_t i;
+        json_t *x;
+        json_array_foreach(u, i, x)
+            if (!url_ok(json_string_value(x))) return gx_errf(err, 422, "spec.urls", "entry %zu is not an http(s) URL", i);
+    }
+    if (json_object_get(spec, "workload") && validate_workload(json_object_get(spec, "workload"), err)) return -1;
+    const json_t *mb = json_object_get(spec, "maxBodyBytes");
+    if (mb && (!json_is_integer(mb) || json_integer_value(mb) < 1024 || json_integer_value(mb) > (1LL << 30)))
+        return gx_errf(err, 422, "spec.maxBodyBytes", "must be an integer from 1024 to 1073741824");
+    const json_t *to = json_object_get(spec, "timeoutSeconds");
+    if (to && (!json_is_integer(to) || json_integer_value(to) < 1 || json_integer_value(to) > 86400))
+        return gx_errf(err, 422, "spec.timeoutSeconds", "must be an integer from 1 to 86400");
+    const char *rp = json_string_value(json_object_get(spec, "readinessPath"));
+    if (json_object_get(spec, "readinessPath") && (!rp || rp[0] != '/' || strlen(rp) > 100))
+        return gx_errf(err, 422, "spec.readinessPath", "must be a path starting with /");
+    const char *kf = json_string_value(json_object_get(spec, "apiKeyFile"));
+    if (json_object_get(spec, "apiKeyFile") && (!kf || kf[0] != '/' || access(kf, R_OK)))
+        return gx_errf(err, 422, "spec.apiKeyFile", "must be the absolute path of a file the daemon can read "
+                       "(the upstream's API key, e.g. vLLM --api-key)");
+    return 0;
+}
+
+/* The upstream's API key: read at apply, kept in memory, never logged or stored. */
+static void load_api_key(gx_maas_model *md, const char *path)
+{
+    md->auth[0] = 0;
+    if (!path) return;
+    FILE *f = fopen(path, "r");
+    char key[512] = "";
+    if (!f || !fgets(key, sizeof key, f)) {
+        fprintf(stderr, "gpuaas: gateway: model %s: cannot read spec.apiKeyFile %s\n", md->name, path);
+    } else {
+        key[strcspn(key, "\r\n")] = 0;
+        if (key[0]) snprintf(md->auth, sizeof md->auth, "Authorization: Bearer %s", key);
+    }
+    if (f) fclose(f);
+    memset(key, 0, sizeof key);
+}
+
+static void rebuild_served(gx_maas *m)
+{
+    gx_strmap_free(&m->served);
+    gx_strmap_init(&m->served);
+    size_t max = 16u << 20;
+    for (size_t i = 0; i < m->models.cap; i++) {
+        char *k = m->models.keys[i];
+        if (!k || k == (char *)1) continue;
+        gx_maas_model *md = m->models.vals[i];
+        if (!md->present) continue;
+        size_t j;
+        json_t *x;
+        json_array_foreach(md->served, j, x) gx_strmap_put(&m->served, json_string_value(x), md);
+        if (md->max_body > max) max = md->max_body;
+    }
+    m->body_limit = max;
+    if (m->http) gx_http_set_prefix_limit(m->http, "/v1/", max);
+}
+
+static gx_maas_replica *new_replica(const char *url)
+{
+    gx_maas_replica *r = calloc(1, sizeof *r);
+    if (!r) abort();
+    snprintf(r->url, sizeof r->url, "%s", url);
+    size_t n = strlen(r->url);
+    while (n && r->url[n - 1] == '/') r->url[--n] = 0;
+    if (n >= 3 && !strcmp(r->url + n - 3, "/v1")) r->url[n - 3] = 0; /* we add /v1/... ourselves */
+    return r;
+}
+
+/* Stop a workload replica's Job (it is deleted once its processes are gone). */
+static void stop_replica(gx_maas *m, gx_maas_replica *r)
+{
+    r->ready = 0;
+    if (r->wl_state == 1) {
+        gx_err e;
+        gx_d_cancel(m->d, r->wl_key, "the gateway (model changed, deleted or idle)", &e);
+        r->wl_state = 2;
+    }
+}
+
+void gx_maas_models_apply(gx_maas *m, const json_t *doc)
+{
+    const char *name = json_string_value(json_object_get(json_object_get(doc, "metadata"), "name"));
+    const json_t *spec = json_object_get(doc, "spec");
+    gx_maas_model *md = gx_strmap_get(&m->models, name);
+    if (md && md->present && json_equal(md->spec, (json_t *)spec)) return;
+    if (!md) {
+        md = calloc(1, sizeof *md);
+        if (!md) abort();
+        snprintf(md->name, sizeof md->name, "%s", name);
+        gx_strmap_put(&m->models, name, md);
+    }
+    /* a changed model starts from new replicas; the old ones finish their requests */
+    for (int i = 0; i < md->nrep; i++) {
+        if (md->rep[i]->wl_state) stop_replica(m, md->rep[i]);
+        bury(md->rep[i]);
+    }
+    md->nrep = 0;
+    json_decref(md->spec);
+    md->spec = json_deep_copy(spec);
+    md->present = 1;
+    md->served = json_object_get(md->spec, "servedNames");
+    if (!md->served) {
+        json_object_set_new(md->spec, "servedNames", json_pack("[s]", name));
+        md->served = json_object_get(md->spec, "servedNames");
+    }
+    md->tiers = json_object_get(md->spec, "tiers");
+    load_api_key(md, json_string_value(json_object_get(spec, "apiKeyFile")));
+    const json_t *mb = json_object_get(spec, "maxBodyBytes");
+    md->max_body = json_is_integer(mb) ? (size_t)json_integer_value(mb) : 16u << 20;
+    const json_t *w = json_object_get(spec, "workload");
+    md->workload = w != NULL;
+    const char *rp = json_string_value(json_object_get(w ? w : spec, "readinessPath"));
+    snprintf(md->ready_path, sizeof md->ready_path, "%s", rp ? rp : w ? "/health" : "/v1/models");
+    if (w) {
+        const json_t *r = json_object_get(w, "replicas"), *mr = json_object_get(w, "minReplicas");
+        int n = json_is_integer(r) ? (int)json_integer_value(r) : 1;
+        md->min_replicas = json_is_integer(mr) ? (int)json_integer_value(mr) : n;
+        const json_t *idle = json_object_get(w, "idleSeconds");
+        md->idle_ms = (json_is_integer(idle) ? json_integer_value(idle) : 300) * 1000;
+        md->wanted = md->min_replicas > 0;
+        for (int i = 0; i < n; i++) {
+            gx_maas_replica *x = new_replica("");
+            const char *ns = json_string_value(json_object_get(w, "namespace"));
+            snprintf(x->wl_key, sizeof x->wl_key, "%s/maas-%s-%d", ns ? ns : "default", name, i);
+            md->rep[md->nrep++] = x;
+        }
+    } else if (json_object_get(spec, "url")) {
+        md->rep[md->nrep++] = new_replica(json_string_value(json_object_get(spec, "url")));
+    } else {
+        size_t i;
+        json_t *x;
+        json_array_foreach(json_object_get(spec, "urls"), i, x) md->rep[md->nrep++] = new_replica(json_string_value(x));
+    }
+    rebuild_served(m);
+}
+
+int gx_maas_models_delete(gx_maas *m, const char *name, gx_err *err)
+{
+    gx_maas_model *md = gx_strmap_get(&m->models, name);
+    if (!md || !md->present) return gx_errf(err, 404, "", "no Model %s", name);
+    md->present = 0;
+    md->wanted = 0;
+    for (int i = 0; i < md->nrep; i++) stop_replica(m, md->rep[i]);
+    rebuild_served(m);
+    return 0;
+}
+
+gx_maas_model *gx_maas_models_find(gx_maas *m, const char *served)
+{
+    gx_maas_model *md = gx_strmap_get(&m->served, served);
+    return md && md->present ? md : NULL;
+}
+
+int gx_maas_model_allows(const gx_maas_model *md, const char *tier)
+{
+    size_t i;
+    json_t *x;
+    json_array_foreach(md->tiers, i, x)
+        if (!strcmp(json_string_value(x), tier)) return 1;
+    return 0;
+}
+
+gx_maas_replica *gx_maas_models_pick(gx_maas_model *md, const gx_maas_replica *not)
+{
+    gx_maas_replica *best = NULL;
+    int n = md->nrep;
+    int first = n ? (int)(md->requests % (uint64_t)n) : 0; /* ties go round the replicas */
+    for (int k = 0; k < n; k++) {
+        gx_maas_replica *r = md->rep[(first + k) % n];
+        if (!r->ready || r->retired || r == not) continue;
+        if (!best || r->outstanding < best->outstanding) best = r;
+    }
+    return best;
+}
+
+/* ---- workload-backed replicas ------------------------------------------------------------ */
+
+static int free_port(void)
+{
+    int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (s < 0) return -1;
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t l = sizeof a;
+    int port = -1;
+    if (!bind(s, (struct sockaddr *)&a, sizeof a) && !getsockname(s, (struct sockaddr *)&a, &l)) port = ntohs(a.sin_port);
+    close(s);
+    return port;
+}
+
+/* "{port}" -> 8001 and so on, in one argument. */
+static json_t *render(const char *arg, int port, const char *model, const char *share)
+{
+    char out[8192], num[16];
+    snprintf(num, sizeof num, "%d", port);
+    size_t k = 0;
+    for (const char *p = arg; *p && k < sizeof out - 1;) {
+        const char *rep = NULL;
+        size_t skip = 0;
+        if (!strncmp(p, "{port}", 6)) { rep = num; skip = 6; }
+        else if (!strncmp(p, "{model}", 7)) { rep = model; skip = 7; }
+        else if (!strncmp(p, "{share}", 7)) { rep = share; skip = 7; }
+        if (rep) {
+            size_t l = strlen(rep);
+            if (k + l >= sizeof out) break;
+            memcpy(out + k, rep, l);
+            k += l;
+            p += skip;
+        } else {
+            out[k++] = *p++;
+        }
+    }
+    out[k] = 0;
+    return json_string(out);
+}
+
+static json_t *job_of(gx_maas_model *md, gx_maas_replica *r)
+{
+    const json_t *w = json_object_get(md->spec, "workload");
+    const char *model = json_string_value(json_array_get(md->served, 0));
+    const json_t *res = json_object_get(w, "resources");
+    char share[64] = "";
+    const char *k;
+    json_t *v;
+    json_object_foreach((json_t *)res, k, v)
+        if (!share[0] && !strncmp(k, "nvidia.com/", 11)) {
+            if (json_is_string(v)) snprintf(share, sizeof share, "%s", json_string_value(v));
+            else if (json_is_number(v)) snprintf(share, sizeof share, "%g", json_number_value(v));
+        }
+    json_t *cmd = json_array();
+    size_t i;
+    json_array_foreach(json_object_get(w, "command"), i, v)
+        json_array_append_new(cmd, render(json_string_value(v), r->port, model, share));
+    const char *slash = strchr(r->wl_key, '/');
+    char ns[128];
+    snprintf(ns, sizeof ns, "%.*s", (int)(slash - r->wl_key), r->wl_key);
+    char port[16];
+    snprintf(port, sizeof port, "%d", r->port);
+    return json_pack("{s:s,s:s,s:{s:s,s:s,s:{s:s,s:s}},s:{s:i,s:{s:{s:s,s:i,s:[{s:s,s:s,s:o,s:[{s:s,s:s}],s:{s:O}}]}}}}",
+        "apiVersion", "batch/v1", "kind", "Job",
+        "metadata", "name", slash + 1, "namespace", ns, "labels",
+        "kueue.x-k8s.io/queue-name", json_string_value(json_object_get(w, "queue")), "gpuaas.dev/model", md->name,
+        "spec", "backoffLimit", 0, "template", "spec", "restartPolicy", "Never", "terminationGracePeriodSeconds", 5,
+        "containers", "name", "model-server", "image", "local", "command", cmd,
+        "env", "name", "GPUAAS_MODEL_PORT", "value", port,
+        "resources", "requests", res ? res : json_object());
+}
+
+static int ended(const char *phase)
+{
+    return phase && (!strcmp(phase, "Succeeded") || !strcmp(phase, "Failed") || !strcmp(phase, "Deactivated"));
+}
+
+static void manage(gx_maas *m, gx_maas_model *md, gx_maas_replica *r, int desired, int64_t now)
+{
+    gx_err e;
+    gx_err_clear(&e);
+    if (r->wl_state == 2) { /* stopping: delete the Job once its processes are gone */
+        if (!gx_d_active(m->d, r->wl_key)) {
+            gx_d_delete(m->d, r->wl_key, &e);
+            r->wl_state = 0;
+        }
+        return;
+    }
+    if (r->wl_state == 1) {
+        json_t *v = gx_d_view(m->d, r->wl_key);
+        const char *phase = v ? json_string_value(json_object_get(v, "phase")) : NULL;
+        if (!v || ended(phase) || !desired) {
+            if (v && ended(phase) && desired) {
+                r->backoff_ms = r->backoff_ms ? (r->backoff_ms * 2 > 60000 ? 60000 : r->backoff_ms * 2) : 1000;
+                r->start_at = now + r->backoff_ms;
+                r->restarts++;
+                fprintf(stderr, "gpuaas: gateway: model %s: server %s ended (%s); restart in %llds\n", md->name,
+                        r->wl_key, phase, (long long)(r->backoff_ms / 1000));
+            }
+            r->ready = 0;
+            if (!v) r->wl_state = 0;
+            else if (ended(phase)) { r->wl_state = 2; manage(m, md, r, desired, now); }
+            else stop_replica(m, r);
+        } else if (r->ready && now - r->start_at > 60000) {
+            r->backoff_ms = 0; /* it has run for a minute: a later crash restarts at once */
+        }
+        json_decref(v);
+        return;
+    }
+    if (!desired || now < r->start_at || r->retired) return;
+    json_t *old = gx_d_view(m->d, r->wl_key);
+    if (old) { /* left over from an earlier run of the daemon (its port is unknown): replace it */
+        json_decref(old);
+        r->wl_state = 1;
+        stop_replica(m, r);
+        return;
+    }
+    r->port = free_port();
+    snprintf(r->url, sizeof r->url, "http://127.0.0.1:%d", r->port);
+    json_t *job = job_of(md, r);
+    json_t *view = NULL;
+    if (r->port < 0 || gx_d_submit(m->d, job, NULL, &view, &e)) {
+        fprintf(stderr, "gpuaas: gateway: model %s: cannot start %s: %s\n", md->name, r->wl_key, e.msg);
+        r->start_at = now + 5000;
+    } else {
+        r->wl_state = 1;
+        r->start_at = now;
+        r->next_probe_ms = now + 100;
+    }
+    json_decref(view);
+    json_decref(job);
+}
+
+int64_t gx_maas_models_tick(gx_maas *m, int64_t now)
+{
+    for (size_t i = 0; i < m->models.cap; i++) {
+        char *k = m->models.keys[i];
+        if (!k || k == (char *)1) continue;
+        gx_maas_model *md = m->models.vals[i];
+        if (md->workload && md->present && md->min_replicas == 0 && md->wanted && now - md->last_request_ms > md->idle_ms) {
+            int busy = 0;
+            for (int j = 0; j < md->nrep; j++) busy += md->rep[j]->outstanding;
+            if (!busy) md->wanted = 0; /* idle: scale to zero */
+        }
+        int desired = md->present && md->wanted;
+        for (int j = 0; j < md->nrep; j++) {
+            gx_maas_replica *r = md->rep[j];
+            if (md->workload) manage(m, md, r, desired, now);
+            int probe_ok = md->present && (!md->workload || r->wl_state == 1);
+            if (probe_ok && !r->probe && now >= r->next_probe_ms) {
+                char url[400];
+                snprintf(url, sizeof url, "%s%s", r->url, md->ready_path);
+                r->probe = gx_maas_proxy_probe(m->proxy, url, md->auth, &r->probe_hdrs);
+                r->next_probe_ms = now + (r->ready ? 5000 : 250);
+            }
+            if (!probe_ok) r->ready = 0;
+        }
+    }
+    for (size_t g = 0; g < ngrave; g++)
+        if (grave[g]->wl_state) manage(m, NULL, grave[g], 0, now);
+    return 250;
+}
+
+void gx_maas_models_probe_done(gx_maas *m, void *easy, int ok)
+{
+    for (size_t i = 0; i < m->models.cap; i++) {
+        char *k = m->models.keys[i];
+        if (!k || k == (char *)1) continue;
+        gx_maas_model *md = m->models.vals[i];
+        for (int j = 0; j < md->nrep; j++)
+            if (md->rep[j]->probe == easy) {
+                gx_maas_replica *r = md->rep[j];
+                r->probe = NULL;
+                gx_maas_proxy_free_headers(r->probe_hdrs);
+                r->probe_hdrs = NULL;
+                r->ready = ok && md->present && (!md->workload || r->wl_state == 1);
+                r->next_probe_ms = gx_maas_now(m) + (r->ready ? 5000 : 250);
+                return;
+            }
+    }
+    for (size_t g = 0; g < ngrave; g++)
+        if (grave[g]->probe == easy) {
+            grave[g]->probe = NULL;
+            gx_maas_proxy_free_headers(grave[g]->probe_hdrs);
+            grave[g]->probe_hdrs = NULL;
+        }
+}
+
+json_t *gx_maas_model_view(const gx_maas_model *md)
+{
+    json_t *reps = json_array();
+    int ready = 0;
+    for (int i = 0; i < md->nrep; i++) {
+        const gx_maas_replica *r = md->rep[i];
+        ready += r->ready;
+        json_t *x = json_pack("{s:s,s:b,s:i}", "url", r->url, "ready", r->ready, "outstanding", r->outstanding);
+        if (md->workload) {
+            json_object_set_new(x, "workload", json_string(r->wl_key));
+            json_object_set_new(x, "restarts", json_integer(r->restarts));
+        }
+        json_array_append_new(reps, x);
+    }
+    const char *state = ready ? "Ready" : md->workload && !md->wanted ? "ScaledToZero" : "Starting";
+    return json_pack("{s:s,s:O,s:O,s:s,s:s,s:i,s:i,s:I,s:o}", "name", md->name, "servedNames", md->served, "tiers", md->tiers,
+                     "backend", md->workload ? "workload" : "url", "state", state, "readyReplicas", ready,
+                     "replicas", md->nrep, "requests", (json_int_t)md->requests, "replicaStatus", reps);
+}
+
+void gx_maas_models_free(gx_maas *m)
+{
+    for (size_t i = 0; i < m->models.cap; i++) {
+        char *k = m->models.keys[i];
+        if (!k || k == (char *)1) continue;
+        gx_maas_model *md = m->models.vals[i];
+        for (int j = 0; j < md->nrep; j++) {
+            if (md->rep[j]->probe) gx_maas_proxy_probe_cancel(m->proxy, md->rep[j]->probe);
+            gx_maas_proxy_free_headers(md->rep[j]->probe_hdrs);
+            free(md->rep[j]);
+        }
+        json_decref(md->spec);
+        free(md);
+    }
+    for (size_t g = 0; g < ngrave; g++) {
+        if (grave[g]->probe) gx_maas_proxy_probe_cancel(m->proxy, grave[g]->probe);
+        gx_maas_proxy_free_headers(grave[g]->probe_hdrs);
+        free(grave[g]);
+    }
+    ngrave = 0;
+    gx_strmap_free(&m->models);
+    gx_strmap_free(&m->served);
+}

@@ -1,0 +1,680 @@
+/* maas/proxy: forwarding one OpenAI request to a model server, in the daemon's loop.
+ * Owns: libcurl multi_socket driven by gx_loop (sockets and the timer), admission
+ * (model, tier, reservation), the upstream body (stream_options.include_usage added
+ * to streamed requests), retry on another replica while nothing has been received,
+ * streaming back with back-pressure (the upstream is paused while the client is
+ * behind) and heartbeats, cancellation when the client leaves, settlement and the
+ * usage record.
+ * Must not: block, or touch SQLite (records go to usage.c's batch).
+ * Lifetime of a call: referenced by the HTTP request (req->async, released at the
+ * request's end) and by its streamed body while one is queued; the curl transfer is
+ * removed as soon as the HTTP side lets go, so the upstream sees the disconnect. */
+#include <curl/curl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include "api/daemon.h"
+#include "maas/maas_int.h"
+
+#define HIGH_WATER (256 * 1024)   /* pause the upstream above this much unsent */
+#define LOW_WATER (64 * 1024)
+#define MAX_ANSWER (64u << 20)    /* a non-streamed answer is buffered up to this */
+
+enum { WAITING, STREAMING, DONE };
+
+typedef struct call {
+    gx_maas *m;
+    gx_req *req;                  /* NULL once the HTTP side let go */
+    gx_maas_key *key;
+    gx_maas_tier *tier;
+    gx_maas_model *model;
+    gx_maas_replica *rep;
+    char endpoint[24];
+    char *body;                   /* what the upstream gets */
+    size_t body_len;
+    int own_body, stream, attempts;
+    int64_t reserved, prompt_est;
+    gx_maas_verdict v;
+    CURL *easy;
+    struct curl_slist *hdrs;
+    long status;
+    char ctype[128];
+    gx_maas_buf out;
+    gx_maas_sse sse;
+    int state, refs, gone, paused;
+    void *wake;
+    double t0, t_first;
+    int64_t last_send;
+    int err_status;
+    char err_type[40], err_code[40], err_msg[300];
+    struct call *next, *prev;
+} call;
+
+struct gx_maas_proxy {
+    gx_maas *m;
+    CURLM *multi;
+    int64_t timer_at;             /* -1: no curl timer */
+    CURL **pool;
+    size_t npool, cappool;
+    call *calls;
+    int ncalls;
+    uint64_t pauses;              /* times an upstream was paused for a slow client */
+};
+
+static void check_done(gx_maas_proxy *p);
+
+/* ---- curl in our loop --------------------------------------------------------------- */
+
+static void on_fd(gx_loop *l, int fd, uint32_t ev, void *ud)
+{
+    (void)l;
+    gx_maas_proxy *p = ud;
+    int flags = (ev & EPOLLIN ? CURL_CSELECT_IN : 0) | (ev & EPOLLOUT ? CURL_CSELECT_OUT : 0) |
+                (ev & (EPOLLERR | EPOLLHUP) ? CURL_CSELECT_ERR : 0);
+    int running;
+    curl_multi_socket_action(p->multi, fd, flags, &running);
+    check_done(p);
+}
+
+static int on_socket(CURL *e, curl_socket_t s, int what, void *userp, void *socketp)
+{
+    (void)e; (void)socketp;
+    gx_maas_proxy *p = userp;
+    gx_loop *loop = p->m->d->loop;
+    if (what == CURL_POLL_REMOVE) gx_loop_unwatch(loop, s);
+    else gx_loop_watch(loop, s, (what & CURL_POLL_IN ? EPOLLIN : 0) | (what & CURL_POLL_OUT ? EPOLLOUT : 0), on_fd, p);
+    return 0;
+}
+
+static int on_timer(CURLM *multi, long ms, void *userp)
+{
+    (void)multi;
+    gx_maas_proxy *p = userp;
+    p->timer_at = ms < 0 ? -1 : gx_maas_now(p->m) + ms;
+    return 0;
+}
+
+int64_t gx_maas_proxy_tick(gx_maas_proxy *p)
+{
+    int64_t now = gx_maas_now(p->m);
+    if (p->timer_at >= 0 && now >= p->timer_at) {
+        p->timer_at = -1;
+        int running;
+        curl_multi_socket_action(p->multi, CURL_SOCKET_TIMEOUT, 0, &running);
+        check_done(p);
+    }
+    if (p->timer_at < 0) return -1;
+    return p->timer_at > now ? p->timer_at - now : 0;
+}
+
+static CURL *easy_get(gx_maas_proxy *p)
+{
+    if (p->npool) {
+        CURL *e = p->pool[--p->npool];
+        curl_easy_reset(e);
+        return e;
+    }
+    return curl_easy_init();
+}
+
+static void easy_put(gx_maas_proxy *p, CURL *e)
+{
+    if (p->npool == p->cappool) {
+        if (p->cappool >= 1024) { curl_easy_cleanup(e); return; }
+        p->cappool = p->cappool ? p->cappool * 2 : 64;
+        CURL **q = realloc(p->pool, p->cappool * sizeof *q);
+        if (!q) abort();
+        p->pool = q;
+    }
+    p->pool[p->npool++] = e;
+}
+
+gx_maas_proxy *gx_maas_proxy_new(gx_maas *m)
+{
+    gx_maas_proxy *p = calloc(1, sizeof *p);
+    if (!p) return NULL;
+    p->m = m;
+    p->timer_at = -1;
+    p->multi = curl_multi_init();
+    curl_multi_setopt(p->multi, CURLMOPT_SOCKETFUNCTION, on_socket);
+    curl_multi_setopt(p->multi, CURLMOPT_SOCKETDATA, p);
+    curl_multi_setopt(p->multi, CURLMOPT_TIMERFUNCTION, on_timer);
+    curl_multi_setopt(p->multi, CURLMOPT_TIMERDATA, p);
+    /* keep a warm connection per concurrent request, as nginx's upstream keepalive does */
+    curl_multi_setopt(p->multi, CURLMOPT_MAXCONNECTS, 4096L);
+    return p;
+}
+
+int gx_maas_proxy_inflight(const gx_maas_proxy *p) { return p->ncalls; }
+uint64_t gx_maas_proxy_pauses(const gx_maas_proxy *p) { return p->pauses; }
+
+/* ---- probes -------------------------------------------------------------------------- */
+
+static size_t discard(char *ptr, size_t size, size_t n, void *ud) { (void)ptr; (void)ud; return size * n; }
+
+void *gx_maas_proxy_probe(gx_maas_proxy *p, const char *url, const char *auth, void **hdrs)
+{
+    CURL *e = easy_get(p);
+    if (!e) return NULL;
+    *hdrs = NULL;
+    if (auth && *auth) { /* curl does not copy the list: the replica keeps it until the probe ends */
+        struct curl_slist *h = curl_slist_append(NULL, auth);
+        curl_easy_setopt(e, CURLOPT_HTTPHEADER, h);
+        *hdrs = h;
+    }
+    curl_easy_setopt(e, CURLOPT_URL, url);
+    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, discard);
+    curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, 2000L);
+    curl_easy_setopt(e, CURLOPT_PRIVATE, NULL);
+    if (curl_multi_add_handle(p->multi, e) != CURLM_OK) { curl_easy_cleanup(e); return NULL; }
+    return e;
+}
+
+void gx_maas_proxy_free_headers(void *hdrs) { curl_slist_free_all(hdrs); }
+
+void gx_maas_proxy_probe_cancel(gx_maas_proxy *p, void *easy)
+{
+    curl_multi_remove_handle(p->multi, easy);
+    easy_put(p, easy);
+}
+
+/* ---- calls ---------------------------------------------------------------------------- */
+
+static void record(call *c, int status, int64_t prompt, int64_t completion, int estimated)
+{
+    gx_maas_record r;
+    memset(&r, 0, sizeof r);
+    r.ts_ms = gx_maas_now(c->m);
+    snprintf(r.key_id, sizeof r.key_id, "%s", c->key->id);
+    snprintf(r.user, sizeof r.user, "%s", c->key->user);
+    snprintf(r.ns, sizeof r.ns, "%s", c->key->ns);
+    snprintf(r.model, sizeof r.model, "%s", c->model->name);
+    snprintf(r.tier, sizeof r.tier, "%s", c->tier->name);
+    snprintf(r.endpoint, sizeof r.endpoint, "%s", c->endpoint);
+    r.prompt = prompt;
+    r.completion = completion;
+    r.estimated = estimated;
+    r.stream = c->stream;
+    r.status = status;
+    double now = gx_maas_mono();
+    r.latency_s = now - c->t0;
+    r.ttft_s = c->t_first > 0 ? c->t_first - c->t0 : -1;
+    gx_maas_usage_add(c->m->usage, &r);
+}
+
+/* Settle the reservation with what the upstream reported (or an estimate). */
+static void settle(call *c, int status, int refund)
+{
+    int64_t prompt = 0, completion = 0, content = 0;
+    int est = 0;
+    if (refund) {
+        /* nothing was served */
+    } else if (c->stream) {
+        if (c->sse.have_usage) { prompt = c->sse.prompt; completion = c->sse.completion; }
+        else { est = 1; prompt = c->prompt_est; completion = c->sse.content_chunks; }
+    } else if (c->status == 200) {
+        if (gx_maas_usage_of(c->out.p ? c->out.p : "", c->out.len, &prompt, &completion, &content)) {
+            est = 1;
+            prompt = c->prompt_est;
+            completion = (content + 3) / 4;
+        }
+    }
+    gx_maas_settle(c->tier, &c->key->bucket, c->reserved, prompt + completion, refund, gx_maas_now(c->m));
+    record(c, status, prompt, completion, est);
+}
+
+static void unlink_call(gx_maas_proxy *p, call *c)
+{
+    if (c->prev) c->prev->next = c->next;
+    else p->calls = c->next;
+    if (c->next) c->next->prev = c->prev;
+    p->ncalls--;
+}
+
+static void free_call(call *c)
+{
+    unlink_call(c->m->proxy, c);
+    if (c->own_body) free(c->body);
+    gx_maas_buf_free(&c->out);
+    gx_maas_sse_free(&c->sse);
+    free(c);
+}
+
+/* Stop the transfer (the upstream sees its connection close). */
+static void stop_transfer(call *c)
+{
+    if (!c->easy) return;
+    curl_multi_remove_handle(c->m->proxy->multi, c->easy);
+    curl_easy_setopt(c->easy, CURLOPT_HTTPHEADER, NULL);
+    easy_put(c->m->proxy, c->easy);
+    c->easy = NULL;
+    curl_slist_free_all(c->hdrs);
+    c->hdrs = NULL;
+    if (c->rep->outstanding > 0) c->rep->outstanding--;
+}
+
+/* The HTTP side let go (answer sent, or the client left). */
+static void release(call *c)
+{
+    if (!c->gone) {
+        c->gone = 1;
+        c->req = NULL;
+        if (c->easy) { /* client left mid-answer: cancel the upstream request */
+            stop_transfer(c);
+            gx_maas_sse_feed(&c->sse, "", 0, &c->out, 1);
+            settle(c, 499, 0);
+            c->state = DONE;
+        }
+    }
+    if (--c->refs == 0) free_call(c);
+}
+
+static void on_req_gone(void *ud) { release(ud); }
+static void on_stream_gone(void *ud) { release(ud); }
+
+static void wake(call *c)
+{
+    if (c->state == WAITING || !c->req) return;
+    gx_http_wake_stream(c->wake);
+}
+
+static void got_status(call *c)
+{
+    char *ct = NULL;
+    curl_easy_getinfo(c->easy, CURLINFO_RESPONSE_CODE, &c->status);
+    curl_easy_getinfo(c->easy, CURLINFO_CONTENT_TYPE, &ct);
+    snprintf(c->ctype, sizeof c->ctype, "%s", ct ? ct : "application/json");
+}
+
+/* The end of the upstream's headers: a 200 stream starts toward the client now, so
+ * that heartbeats flow while the model is still reading a long prompt. */
+static size_t on_header(char *buf, size_t size, size_t nmemb, void *ud)
+{
+    call *c = ud;
+    size_t n = size * nmemb;
+    if (n <= 2 && (buf[0] == '\r' || buf[0] == '\n')) {
+        long code = 0;
+        curl_easy_getinfo(c->easy, CURLINFO_RESPONSE_CODE, &code);
+        if (code >= 200) {
+            got_status(c);
+            if (c->stream && c->status == 200 && c->state == WAITING) {
+                c->state = STREAMING;
+                if (c->req) gx_http_resume(c->req);
+            }
+        }
+    }
+    return n;
+}
+
+static size_t on_write(char *ptr, size_t size, size_t nmemb, void *ud)
+{
+    call *c = ud;
+    size_t n = size * nmemb;
+    if (!c->status) got_status(c);
+    if (c->t_first <= 0) c->t_first = gx_maas_mono();
+    if (c->stream && c->status == 200) {
+        if (c->out.len - c->out.off > HIGH_WATER) {
+            if (!c->paused) c->m->proxy->pauses++;
+            c->paused = 1;
+            return CURL_WRITEFUNC_PAUSE;
+        }
+        gx_maas_sse_feed(&c->sse, ptr, n, &c->out, 0);
+        if (c->state == WAITING) {
+            c->state = STREAMING;
+            if (c->req) gx_http_resume(c->req);
+        } else {
+            wake(c);
+        }
+        return n;
+    }
+    if (c->out.len + n > MAX_ANSWER) return 0; /* aborts the transfer */
+    gx_maas_buf_add(&c->out, ptr, n);
+    return n;
+}
+
+static void fail(call *c, int status, const char *type, const char *code, const char *msg)
+{
+    c->err_status = status;
+    snprintf(c->err_type, sizeof c->err_type, "%s", type);
+    snprintf(c->err_code, sizeof c->err_code, "%s", code);
+    snprintf(c->err_msg, sizeof c->err_msg, "%s", msg);
+}
+
+static int start(call *c)
+{
+    gx_maas_proxy *p = c->m->proxy;
+    char url[400];
+    snprintf(url, sizeof url, "%s/v1/%s", c->rep->url, c->endpoint);
+    CURL *e = easy_get(p);
+    if (!e) return -1;
+    c->easy = e;
+    c->hdrs = curl_slist_append(NULL, "Content-Type: application/json");
+    c->hdrs = curl_slist_append(c->hdrs, "Expect:");
+    if (c->model->auth[0]) c->hdrs = curl_slist_append(c->hdrs, c->model->auth);
+    curl_easy_setopt(e, CURLOPT_URL, url);
+    curl_easy_setopt(e, CURLOPT_POST, 1L);
+    curl_easy_setopt(e, CURLOPT_POSTFIELDS, c->body);
+    curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)c->body_len);
+    curl_easy_setopt(e, CURLOPT_HTTPHEADER, c->hdrs);
+    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_write);
+    curl_easy_setopt(e, CURLOPT_WRITEDATA, c);
+    curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
+    curl_easy_setopt(e, CURLOPT_HEADERDATA, c);
+    curl_easy_setopt(e, CURLOPT_PRIVATE, c);
+    curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, 3000L);
+    curl_easy_setopt(e, CURLOPT_TCP_NODELAY, 1L);
+    json_t *to = json_object_get(c->model->spec, "timeoutSeconds");
+    curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, (long)(json_is_integer(to) ? json_integer_value(to) * 1000 : 600000));
+    c->status = 0;
+    c->rep->outstanding++;
+    c->attempts++;
+    if (curl_multi_add_handle(p->multi, e) != CURLM_OK) { stop_transfer(c); return -1; }
+    return 0;
+}
+
+/* An upstream error body in OpenAI's envelope (older vLLM answers {"object":"error",...}). */
+static void wrap_error(call *c)
+{
+    json_t *j = json_loadb(c->out.p ? c->out.p : "", c->out.len, 0, NULL);
+    if (json_is_object(json_object_get(j, "error"))) { json_decref(j); return; }
+    const char *msg = json_string_value(json_object_get(j, "message"));
+    json_t *code = json_object_get(j, "code");
+    char cbuf[32] = "";
+    if (json_is_integer(code)) snprintf(cbuf, sizeof cbuf, "%lld", (long long)json_integer_value(code));
+    char text[300];
+    snprintf(text, sizeof text, "%.*s", (int)(c->out.len > 200 ? 200 : c->out.len), c->out.p ? c->out.p : "");
+    json_t *env = json_pack("{s:{s:s,s:s,s:n,s:s?}}", "error", "message", msg ? msg : text[0] ? text : "upstream error",
+                            "type", json_string_value(json_object_get(j, "type")) ?: "upstream_error", "param",
+                            "code", json_is_string(code) ? json_string_value(code) : cbuf[0] ? cbuf : NULL);
+    json_decref(j);
+    char *s = json_dumps(env, JSON_COMPACT);
+    json_decref(env);
+    gx_maas_buf_free(&c->out);
+    if (s) { gx_maas_buf_add(&c->out, s, strlen(s)); free(s); }
+    snprintf(c->ctype, sizeof c->ctype, "application/json");
+}
+
+static void transfer_done(call *c, CURLcode rc)
+{
+    gx_maas_replica *failed = c->rep;
+    stop_transfer(c);
+    if (rc != CURLE_OK && c->status == 0) {
+        /* nothing came back: this replica is not serving; try another one */
+        failed->ready = 0;
+        failed->next_probe_ms = gx_maas_now(c->m);
+        gx_maas_replica *r = gx_maas_models_pick(c->model, failed);
+        if (r && c->attempts < GX_MAAS_MAX_REPLICAS) {
+            c->rep = r;
+            if (!start(c)) return;
+        }
+        char msg[256];
+        snprintf(msg, sizeof msg, "the model server of %s did not answer (%s); retry shortly",
+                 c->model->name, curl_easy_strerror(rc));
+        fail(c, 502, "api_error", "upstream_unavailable", msg);
+        settle(c, 502, 1);
+    } else if (c->stream && c->status == 200) {
+        gx_maas_sse_feed(&c->sse, "", 0, &c->out, 1);
+        if (rc != CURLE_OK) {
+            static const char ev[] = "data: {\"error\":{\"message\":\"the model server stopped in the middle of the "
+                                     "answer\",\"type\":\"api_error\",\"param\":null,\"code\":\"upstream_error\"}}\n\n";
+            gx_maas_buf_add(&c->out, ev, sizeof ev - 1);
+        }
+        settle(c, rc == CURLE_OK ? 200 : 502, 0);
+    } else {
+        if (rc != CURLE_OK) {
+            fail(c, 502, "api_error", "upstream_error", "the model server's answer was cut or too large");
+            settle(c, 502, 0);
+        } else {
+            if (c->status >= 400) wrap_error(c);
+            settle(c, (int)c->status, 0);
+        }
+    }
+    int was = c->state;
+    c->state = DONE;
+    if (c->req && was == WAITING) gx_http_resume(c->req);
+    else wake(c);
+}
+
+static void check_done(gx_maas_proxy *p)
+{
+    CURLMsg *msg;
+    int left;
+    while ((msg = curl_multi_info_read(p->multi, &left))) {
+        if (msg->msg != CURLMSG_DONE) continue;
+        CURL *e = msg->easy_handle;
+        CURLcode rc = msg->data.result;
+        char *priv = NULL;
+        curl_easy_getinfo(e, CURLINFO_PRIVATE, &priv);
+        if (!priv) {
+            long st = 0;
+            curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &st);
+            curl_multi_remove_handle(p->multi, e);
+            easy_put(p, e);
+            gx_maas_models_probe_done(p->m, e, rc == CURLE_OK && st >= 200 && st < 300);
+        } else {
+            transfer_done((call *)(void *)priv, rc);
+        }
+    }
+}
+
+/* ---- the streamed body to the client ---------------------------------------------------- */
+
+static ssize_t stream_read(void *ud, char *buf, size_t max)
+{
+    call *c = ud;
+    int64_t now = gx_maas_now(c->m);
+    size_t avail = c->out.len - c->out.off;
+    if (!avail && c->paused && c->easy) {
+        c->paused = 0;
+        curl_easy_pause(c->easy, CURLPAUSE_CONT); /* may deliver the held data right here */
+        avail = c->out.len - c->out.off;
+    }
+    if (avail) {
+        size_t n = avail < max ? avail : max;
+        memcpy(buf, c->out.p + c->out.off, n);
+        c->out.off += n;
+        if (c->out.off == c->out.len) c->out.off = c->out.len = 0;
+        c->last_send = now;
+        if (c->paused && c->easy && c->out.len - c->out.off < LOW_WATER) {
+            c->paused = 0;
+            curl_easy_pause(c->easy, CURLPAUSE_CONT);
+        }
+        return (ssize_t)n;
+    }
+    if (c->state == DONE) return -1;
+    /* an SSE comment keeps idle streams (a long prefill) alive and finds departed clients */
+    if (now - c->last_send >= c->m->heartbeat_ms && max >= 16) {
+        c->last_send = now;
+        memcpy(buf, ": keep-alive\n\n", 14);
+        return 14;
+    }
+    return 0;
+}
+
+void gx_maas_proxy_answer(gx_maas *m, gx_req *req, gx_resp *resp)
+{
+    call *c = req->async;
+    if (c->err_status) {
+        gx_maas_oai_error(resp, c->err_status, c->err_type, c->err_code, "%s", c->err_msg);
+        gx_maas_limit_headers(resp, &c->v);
+        return;
+    }
+    gx_maas_limit_headers(resp, &c->v);
+    if (c->stream && c->status == 200) {
+        resp->status = 200;
+        resp->ctype = "text/event-stream";
+        resp->stream = (gx_stream){.read = stream_read, .free = on_stream_gone, .ud = c, .wake = &c->wake};
+        c->refs++;
+        c->last_send = gx_maas_now(m);
+        return;
+    }
+    resp->status = (int)c->status;
+    resp->ctype = c->ctype;
+    resp->text = c->out.p ? c->out.p : calloc(1, 1);
+    resp->text_len = c->out.len;
+    c->out.p = NULL;
+    c->out.len = c->out.cap = c->out.off = 0;
+}
+
+/* ---- admission ------------------------------------------------------------------------ */
+
+/* The body for the upstream: streamed requests ask for usage. */
+static int upstream_body(call *c, gx_req *req, json_t *b)
+{
+    c->body = req->body;
+    c->body_len = req->body_len;
+    if (!c->stream) return 0;
+    json_t *so = json_object_get(b, "stream_options");
+    if (json_is_true(json_object_get(so, "include_usage"))) return 0;
+    c->sse.strip_usage = 1;
+    if (!so) { /* insert textually: every other byte of the request stays as sent */
+        static const char ins[] = "\"stream_options\":{\"include_usage\":true},";
+        const char *brace = memchr(req->body, '{', req->body_len);
+        if (!brace) return -1;
+        size_t pre = (size_t)(brace - req->body) + 1;
+        c->body = malloc(req->body_len + sizeof ins);
+        if (!c->body) abort();
+        memcpy(c->body, req->body, pre);
+        memcpy(c->body + pre, ins, sizeof ins - 1);
+        memcpy(c->body + pre + sizeof ins - 1, req->body + pre, req->body_len - pre);
+        c->body_len = req->body_len + sizeof ins - 1;
+    } else {
+        if (!json_is_object(so)) return -1;
+        json_object_set_new(so, "include_usage", json_true());
+        c->body = json_dumps(b, JSON_COMPACT);
+        if (!c->body) return -1;
+        c->body_len = strlen(c->body);
+    }
+    c->own_body = 1;
+    return 0;
+}
+
+static int64_t cost_of(const gx_maas_tier *t, const json_t *b, const char *endpoint, int64_t prompt)
+{
+    if (!strcmp(endpoint, "embeddings")) return prompt;
+    const json_t *mt = json_object_get(b, "max_completion_tokens");
+    if (!json_is_integer(mt)) mt = json_object_get(b, "max_tokens");
+    int64_t n = json_is_integer(mt) ? json_integer_value(mt) : 0;
+    if (n <= 0 || n > t->max_tokens) n = t->max_tokens;
+    int64_t choices = json_is_integer(json_object_get(b, "n")) ? json_integer_value(json_object_get(b, "n")) : 1;
+    if (choices < 1 || choices > 128) choices = 1;
+    return prompt + n * choices;
+}
+
+void gx_maas_proxy_call(gx_maas *m, gx_req *req, gx_resp *resp, gx_maas_key *key, gx_maas_tier *tier,
+                        const char *endpoint)
+{
+    json_error_t je;
+    json_t *b = json_loadb(req->body, req->body_len, JSON_REJECT_DUPLICATES, &je);
+    if (!json_is_object(b)) {
+        gx_maas_oai_error(resp, 400, "invalid_request_error", NULL, "the body must be a JSON object (%s)",
+                          b ? "it is not an object" : je.text);
+        json_decref(b);
+        return;
+    }
+    const char *name = json_string_value(json_object_get(b, "model"));
+    gx_maas_model *md = name ? gx_maas_models_find(m, name) : NULL;
+    if (!name) {
+        gx_maas_oai_error(resp, 400, "invalid_request_error", NULL, "you must provide a model parameter");
+        goto out;
+    }
+    if (!md || !gx_maas_model_allows(md, tier->name)) {
+        if (md) gx_maas_oai_error(resp, 403, "permission_error", "model_not_allowed",
+                                  "The model `%.128s` is not available to tier %s", name, tier->name);
+        else gx_maas_oai_error(resp, 404, "invalid_request_error", "model_not_found",
+                               "The model `%.128s` does not exist or you do not have access to it.", name);
+        goto out;
+    }
+    if (req->body_len > md->max_body) {
+        gx_maas_oai_error(resp, 413, "invalid_request_error", "request_too_large",
+                          "the request body is larger than %zu bytes, the limit of model %s", md->max_body, md->name);
+        goto out;
+    }
+    int64_t now = gx_maas_now(m);
+    md->last_request_ms = now;
+    gx_maas_replica *rep = gx_maas_models_pick(md, NULL);
+    if (!rep) {
+        int cold = md->workload && !md->wanted;
+        md->wanted = 1;
+        gx_maas_oai_error(resp, 503, "service_unavailable", "model_starting",
+                          "The model `%.128s` is starting%s; retry in a few seconds", name,
+                          cold ? " (it was scaled to zero and starts now)" : " (no replica is ready yet)");
+        gx_resp_header(resp, "retry-after", "5");
+        goto out;
+    }
+    call *c = calloc(1, sizeof *c);
+    if (!c) abort();
+    c->m = m;
+    c->key = key;
+    c->tier = tier;
+    c->model = md;
+    c->rep = rep;
+    c->t0 = gx_maas_mono();
+    snprintf(c->endpoint, sizeof c->endpoint, "%s", endpoint);
+    c->stream = json_is_true(json_object_get(b, "stream")) && strcmp(endpoint, "embeddings");
+    c->prompt_est = gx_maas_prompt_estimate(b);
+    c->reserved = cost_of(tier, b, endpoint, c->prompt_est);
+    if (gx_maas_admit(tier, &key->bucket, c->reserved, now, &c->v)) {
+        gx_maas_usage_limited(m->usage, md->name, tier->name);
+        gx_maas_oai_error(resp, 429, c->v.result == GX_MAAS_LIM_TOKENS || c->v.result == GX_MAAS_LIM_TOO_BIG
+                          ? "tokens" : "requests", "rate_limit_exceeded", "%s", c->v.msg);
+        gx_maas_limit_headers(resp, &c->v);
+        free(c);
+        goto out;
+    }
+    md->requests++;
+    c->refs = 1;
+    c->next = m->proxy->calls;
+    if (c->next) c->next->prev = c;
+    m->proxy->calls = c;
+    m->proxy->ncalls++;
+    if (upstream_body(c, req, b) || start(c)) {
+        gx_maas_settle(tier, &key->bucket, c->reserved, 0, 1, now);
+        gx_maas_oai_error(resp, 500, "api_error", NULL, "cannot forward the request");
+        free_call(c);
+        goto out;
+    }
+    c->req = req;
+    req->async = c;
+    req->async_free = on_req_gone;
+    resp->defer = 1;
+out:
+    json_decref(b);
+}
+
+/* Daemon stop: end every transfer and let waiting requests answer. */
+static void shutdown_calls(gx_maas_proxy *p)
+{
+    for (call *c = p->calls; c; c = c->next) {
+        if (!c->easy) continue;
+        stop_transfer(c);
+        if (c->state == WAITING) {
+            fail(c, 503, "service_unavailable", "shutting_down", "the gateway is stopping");
+            settle(c, 503, 1);
+            c->state = DONE;
+            if (c->req) gx_http_resume(c->req);
+        } else {
+            settle(c, 503, 0);
+            c->state = DONE;
+        }
+    }
+}
+
+void gx_maas_proxy_shutdown(gx_maas_proxy *p) { shutdown_calls(p); }
+
+void gx_maas_proxy_free(gx_maas_proxy *p)
+{
+    if (!p) return;
+    while (p->calls) { /* only when the HTTP server did not release them */
+        call *c = p->calls;
+        stop_transfer(c);
+        free_call(c);
+    }
+    for (size_t i = 0; i < p->npool; i++) curl_easy_cleanup(p->pool[i]);
+    free(p->pool);
+    curl_multi_cleanup(p->multi);
+    free(p);
+}

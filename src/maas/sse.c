@@ -1,0 +1,196 @@
+/* maas/sse: reading what the upstream answers, for the meter.
+ * Owns: the incremental SSE splitter (events may arrive cut anywhere), finding usage
+ * in whichever chunk carries it (the usage-only chunk, or a last chunk that also has
+ * choices), hiding that usage from a client that did not ask for it, the usage of a
+ * plain JSON answer, and the token estimates used when no usage comes.
+ * Must not: change any event other than the one carrying usage the client did not
+ * ask for: everything else passes byte for byte, in order. */
+#include <stdlib.h>
+#include <string.h>
+#include "maas/maas_int.h"
+
+void gx_maas_buf_add(gx_maas_buf *b, const char *p, size_t n)
+{
+    if (!n) return;
+    if (b->off && b->off == b->len) b->off = b->len = 0;
+    if (b->len + n > b->cap) {
+        if (b->off) { /* reuse the consumed front before growing */
+            memmove(b->p, b->p + b->off, b->len - b->off);
+            b->len -= b->off;
+            b->off = 0;
+        }
+        if (b->len + n > b->cap) {
+            size_t cap = b->cap ? b->cap : 4096;
+            while (cap < b->len + n) cap *= 2;
+            char *q = realloc(b->p, cap + 1);
+            if (!q) abort();
+            b->p = q;
+            b->cap = cap;
+        }
+    }
+    memcpy(b->p + b->len, p, n);
+    b->len += n;
+}
+
+void gx_maas_buf_free(gx_maas_buf *b)
+{
+    free(b->p);
+    memset(b, 0, sizeof *b);
+}
+
+static void read_usage(const json_t *u, int64_t *prompt, int64_t *completion)
+{
+    *prompt = json_integer_value(json_object_get(u, "prompt_tokens"));
+    *completion = json_integer_value(json_object_get(u, "completion_tokens"));
+}
+
+/* One complete event (with its terminator). */
+static void event(gx_maas_sse *s, const char *ev, size_t n, gx_maas_buf *out)
+{
+    /* The common case: no usage in it, pass it on untouched. memmem, not strstr:
+     * the event is not NUL-terminated. */
+    int has_choice = memmem(ev, n, "\"delta\"", 7) || memmem(ev, n, "\"text\"", 6);
+    if (has_choice && !memmem(ev, n, "\"choices\":[]", 12)) {
+        s->content_chunks++;
+        s->content_bytes += (int64_t)n;
+    }
+    const char *u = memmem(ev, n, "\"usage\"", 7);
+    if (!u || n < 6 || memcmp(ev, "data:", 5)) { gx_maas_buf_add(out, ev, n); return; }
+    size_t skip = ev[5] == ' ' ? 6 : 5;
+    json_error_t je;
+    json_t *j = json_loadb(ev + skip, n - skip, JSON_DISABLE_EOF_CHECK, &je);
+    json_t *usage = json_object_get(j, "usage");
+    if (!json_is_object(usage)) { json_decref(j); gx_maas_buf_add(out, ev, n); return; }
+    s->have_usage = 1;
+    read_usage(usage, &s->prompt, &s->completion);
+    if (!s->strip_usage) { json_decref(j); gx_maas_buf_add(out, ev, n); return; }
+    json_t *ch = json_object_get(j, "choices");
+    if (json_is_array(ch) && json_array_size(ch) == 0) { json_decref(j); return; } /* usage-only chunk: drop */
+    /* usage riding on a chunk that also has choices: keep the chunk, hide the usage */
+    json_object_del(j, "usage");
+    char *txt = json_dumps(j, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    json_decref(j);
+    if (!txt) return;
+    gx_maas_buf_add(out, "data: ", 6);
+    gx_maas_buf_add(out, txt, strlen(txt));
+    gx_maas_buf_add(out, "\n\n", 2);
+    free(txt);
+}
+
+/* Index just past the end of the first event in p[from..n), or 0. */
+static size_t event_end(const char *p, size_t from, size_t n)
+{
+    for (size_t i = from; i + 1 < n; i++) {
+        if (p[i] != '\n') continue;
+        if (p[i + 1] == '\n') return i + 2;
+        if (p[i + 1] == '\r' && i + 2 < n && p[i + 2] == '\n') return i + 3;
+    }
+    return 0;
+}
+
+void gx_maas_sse_feed(gx_maas_sse *s, const char *p, size_t n, gx_maas_buf *out, int flush)
+{
+    /* Fast path: nothing pending and the data is whole events: no copy into pend. */
+    size_t start = 0, end;
+    if (!s->plen) {
+        while ((end = event_end(p, start, n))) {
+            event(s, p + start, end - start, out);
+            start = end;
+        }
+        p += start;
+        n -= start;
+        start = 0;
+    }
+    if (n) {
+        if (s->plen + n > s->pcap) {
+            size_t cap = s->pcap ? s->pcap : 4096;
+            while (cap < s->plen + n) cap *= 2;
+            char *q = realloc(s->pend, cap);
+            if (!q) abort();
+            s->pend = q;
+            s->pcap = cap;
+        }
+        size_t from = s->plen > 2 ? s->plen - 2 : 0; /* a terminator may straddle the cut */
+        memcpy(s->pend + s->plen, p, n);
+        s->plen += n;
+        while ((end = event_end(s->pend, from, s->plen))) {
+            event(s, s->pend + start, end - start, out);
+            start = from = end;
+        }
+        if (start) {
+            memmove(s->pend, s->pend + start, s->plen - start);
+            s->plen -= start;
+        }
+    }
+    if (flush && s->plen) {
+        event(s, s->pend, s->plen, out);
+        s->plen = 0;
+    }
+}
+
+void gx_maas_sse_free(gx_maas_sse *s)
+{
+    free(s->pend);
+    s->pend = NULL;
+    s->plen = s->pcap = 0;
+}
+
+int gx_maas_usage_of(const char *body, size_t len, int64_t *prompt, int64_t *completion, int64_t *content_bytes)
+{
+    /* Fast path: parse only the usage object (it is at the end in every server we know),
+     * not the whole answer: the meter should not cost a full parse per request. */
+    const char *last = NULL;
+    for (const char *p = body; (p = memmem(p, len - (size_t)(p - body), "\"usage\"", 7)); p += 7) last = p;
+    if (last) {
+        const char *q = last + 7;
+        while (q < body + len && (*q == ' ' || *q == ':' || *q == '\n' || *q == '\r' || *q == '\t')) q++;
+        json_t *uo = q < body + len && *q == '{'
+                         ? json_loadb(q, len - (size_t)(q - body), JSON_DISABLE_EOF_CHECK, NULL) : NULL;
+        int ok = json_is_integer(json_object_get(uo, "prompt_tokens"));
+        if (ok) read_usage(uo, prompt, completion);
+        json_decref(uo);
+        if (ok) { *content_bytes = 0; return 0; }
+    }
+    json_error_t je;
+    json_t *j = json_loadb(body, len, 0, &je);
+    *content_bytes = 0;
+    size_t i;
+    json_t *c;
+    json_array_foreach(json_object_get(j, "choices"), i, c) {
+        const char *t = json_string_value(json_object_get(json_object_get(c, "message"), "content"));
+        if (!t) t = json_string_value(json_object_get(c, "text"));
+        if (t) *content_bytes += (int64_t)strlen(t);
+    }
+    json_t *u = json_object_get(j, "usage");
+    int rc = -1;
+    if (json_is_object(u)) {
+        read_usage(u, prompt, completion);
+        rc = 0;
+    }
+    json_decref(j);
+    return rc;
+}
+
+static int64_t text_bytes(const json_t *v, int depth)
+{
+    if (depth > 16) return 0;
+    if (json_is_string(v)) return (int64_t)json_string_length(v);
+    if (json_is_integer(v)) return 3; /* a token id counts as one token */
+    int64_t n = 0;
+    size_t i;
+    const char *k;
+    json_t *x;
+    if (json_is_array(v)) json_array_foreach((json_t *)v, i, x) n += text_bytes(x, depth + 1);
+    else if (json_is_object(v)) json_object_foreach((json_t *)v, k, x) n += text_bytes(x, depth + 1);
+    return n;
+}
+
+int64_t gx_maas_prompt_estimate(const json_t *body)
+{
+    /* ~4 bytes per token in English BPE vocabularies; /3 errs high, which is the safe
+     * side for a reservation (it is settled with the real count afterwards). */
+    const json_t *msgs = json_object_get(body, "messages");
+    int64_t n = text_bytes(msgs, 0) + text_bytes(json_object_get(body, "prompt"), 0) +
+                text_bytes(json_object_get(body, "input"), 0);
+    return n / 3 + 4 * (int64_t)json_array_size(msgs) + 1;
+}

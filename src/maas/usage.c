@@ -1,0 +1,207 @@
+/* maas/usage: what the gateway served, for billing and for /metrics.
+ * Owns: usage records (key, user, namespace, model, tier, tokens, latency, time to
+ * first token, status), their batched writes to SQLite, the usage query, and the
+ * gateway's metrics: Limitador's authorized_hits / authorized_calls / limited_calls
+ * and OpenTelemetry GenAI's token usage, time to first token and duration histograms,
+ * labelled by model and tier.
+ * Must not: touch SQLite on the request path: a request appends to memory; the loop's
+ * tick writes the batch (one transaction) every 200 ms. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "maas/maas_int.h"
+
+#define MAX_PENDING 200000
+#define MAX_SERIES 512
+#define FLUSH_MS 200      /* small batches: a long transaction would stall the loop */
+
+static const double ttft_b[] = {0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10};
+static const double dur_b[] = {0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92};
+static const double tok_b[] = {1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304};
+#define NT (sizeof ttft_b / sizeof ttft_b[0])
+#define ND (sizeof dur_b / sizeof dur_b[0])
+#define NK (sizeof tok_b / sizeof tok_b[0])
+
+typedef struct hist { uint64_t b[20]; uint64_t count; double sum; } hist;
+
+typedef struct series {
+    char model[128], tier[64];
+    uint64_t calls, limited, hits, errors;
+    hist ttft, dur, tin, tout;
+} series;
+
+struct gx_maas_usage {
+    gx_store *st;
+    gx_maas_record *pend;
+    size_t n, cap;
+    uint64_t dropped, written;
+    int64_t last_flush;
+    series *s;
+    size_t ns;
+};
+
+gx_maas_usage *gx_maas_usage_new(gx_store *st)
+{
+    gx_maas_usage *u = calloc(1, sizeof *u);
+    if (!u) abort();
+    u->st = st;
+    u->s = calloc(MAX_SERIES, sizeof *u->s);
+    if (!u->s) abort();
+    return u;
+}
+
+void gx_maas_usage_free(gx_maas_usage *u)
+{
+    if (!u) return;
+    free(u->pend);
+    free(u->s);
+    free(u);
+}
+
+static series *series_of(gx_maas_usage *u, const char *model, const char *tier)
+{
+    for (size_t i = 0; i < u->ns; i++)
+        if (!strcmp(u->s[i].model, model) && !strcmp(u->s[i].tier, tier)) return &u->s[i];
+    if (u->ns == MAX_SERIES) return &u->s[MAX_SERIES - 1]; /* bounded cardinality */
+    series *s = &u->s[u->ns++];
+    snprintf(s->model, sizeof s->model, "%s", model);
+    snprintf(s->tier, sizeof s->tier, "%s", tier);
+    return s;
+}
+
+static void observe(hist *h, const double *bounds, size_t nb, double v)
+{
+    for (size_t i = 0; i < nb; i++)
+        if (v <= bounds[i]) h->b[i]++;
+    h->count++;
+    h->sum += v;
+}
+
+void gx_maas_usage_add(gx_maas_usage *u, const gx_maas_record *r)
+{
+    series *s = series_of(u, r->model, r->tier);
+    s->calls++;
+    if (r->status >= 400) s->errors++;
+    s->hits += (uint64_t)(r->prompt + r->completion);
+    if (r->ttft_s >= 0) observe(&s->ttft, ttft_b, NT, r->ttft_s);
+    observe(&s->dur, dur_b, ND, r->latency_s);
+    if (r->prompt + r->completion > 0) {
+        observe(&s->tin, tok_b, NK, (double)r->prompt);
+        observe(&s->tout, tok_b, NK, (double)r->completion);
+    }
+    if (u->n == MAX_PENDING) { u->dropped++; return; } /* the store is stuck: keep serving */
+    if (u->n == u->cap) {
+        u->cap = u->cap ? u->cap * 2 : 256;
+        gx_maas_record *p = realloc(u->pend, u->cap * sizeof *p);
+        if (!p) abort();
+        u->pend = p;
+    }
+    u->pend[u->n++] = *r;
+}
+
+void gx_maas_usage_limited(gx_maas_usage *u, const char *model, const char *tier)
+{
+    series_of(u, model, tier)->limited++;
+}
+
+void gx_maas_usage_flush(gx_maas_usage *u, int64_t now, int force)
+{
+    if (!u->n || (!force && now - u->last_flush < FLUSH_MS)) return;
+    u->last_flush = now;
+    gx_store_usage *rows = calloc(u->n, sizeof *rows);
+    if (!rows) abort();
+    for (size_t i = 0; i < u->n; i++) {
+        const gx_maas_record *r = &u->pend[i];
+        rows[i] = (gx_store_usage){.ts_ms = r->ts_ms, .key_id = r->key_id, .user = r->user, .ns = r->ns,
+                                   .model = r->model, .tier = r->tier, .endpoint = r->endpoint,
+                                   .prompt = r->prompt, .completion = r->completion,
+                                   .latency_us = (int64_t)(r->latency_s * 1e6),
+                                   .ttft_us = r->ttft_s >= 0 ? (int64_t)(r->ttft_s * 1e6) : -1,
+                                   .estimated = r->estimated, .stream = r->stream, .status = r->status};
+    }
+    gx_err e;
+    gx_err_clear(&e);
+    if (gx_store_put_usage(u->st, rows, u->n, &e)) {
+        fprintf(stderr, "gpuaas: gateway: writing %zu usage records failed (will retry): %s\n", u->n, e.msg);
+    } else {
+        u->written += u->n;
+        u->n = 0;
+    }
+    free(rows);
+}
+
+json_t *gx_maas_usage_query(gx_maas_usage *u, const char *group_by, int64_t since_ms, const char *user, gx_err *err)
+{
+    gx_maas_usage_flush(u, 0, 1); /* the answer includes what was served a moment ago */
+    return gx_store_usage_summary(u->st, group_by, since_ms, user, err);
+}
+
+/* ---- /metrics ------------------------------------------------------------------------ */
+
+typedef struct out { char *p; size_t n, cap; } out;
+
+static void put(out *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void put(out *o, const char *fmt, ...)
+{
+    for (;;) {
+        va_list ap;
+        va_start(ap, fmt);
+        int w = vsnprintf(o->p + o->n, o->cap - o->n, fmt, ap);
+        va_end(ap);
+        if (w >= 0 && (size_t)w < o->cap - o->n) { o->n += (size_t)w; return; }
+        o->cap = o->cap * 2 + (size_t)(w > 0 ? w : 0) + 64;
+        char *np = realloc(o->p, o->cap);
+        if (!np) abort();
+        o->p = np;
+    }
+}
+
+static void hist_put(out *o, const char *name, const char *labels, const hist *h, const double *b, size_t nb)
+{
+    for (size_t i = 0; i < nb; i++) put(o, "%s_bucket{%s,le=\"%g\"} %llu\n", name, labels, b[i], (unsigned long long)h->b[i]);
+    put(o, "%s_bucket{%s,le=\"+Inf\"} %llu\n", name, labels, (unsigned long long)h->count);
+    put(o, "%s_sum{%s} %.6f\n%s_count{%s} %llu\n", name, labels, h->sum, name, labels, (unsigned long long)h->count);
+}
+
+char *gx_maas_usage_metrics(gx_maas_usage *u, char *text)
+{
+    out o = {text, text ? strlen(text) : 0, text ? strlen(text) + 1 : 0};
+    if (!o.p) { o.cap = 4096; o.p = calloc(1, o.cap); if (!o.p) abort(); }
+    char l[400];
+    put(&o, "# HELP authorized_calls Gateway requests admitted (Limitador's name)\n# TYPE authorized_calls counter\n");
+    for (size_t i = 0; i < u->ns; i++)
+        put(&o, "authorized_calls{model=\"%s\",tier=\"%s\"} %llu\n", u->s[i].model, u->s[i].tier, (unsigned long long)u->s[i].calls);
+    put(&o, "# HELP limited_calls Gateway requests refused by a rate limit (429)\n# TYPE limited_calls counter\n");
+    for (size_t i = 0; i < u->ns; i++)
+        put(&o, "limited_calls{model=\"%s\",tier=\"%s\"} %llu\n", u->s[i].model, u->s[i].tier, (unsigned long long)u->s[i].limited);
+    put(&o, "# HELP authorized_hits Tokens charged (prompt + completion)\n# TYPE authorized_hits counter\n");
+    for (size_t i = 0; i < u->ns; i++)
+        put(&o, "authorized_hits{model=\"%s\",tier=\"%s\"} %llu\n", u->s[i].model, u->s[i].tier, (unsigned long long)u->s[i].hits);
+    put(&o, "# HELP gen_ai_client_token_usage Tokens per request by type (OpenTelemetry GenAI)\n# TYPE gen_ai_client_token_usage histogram\n");
+    for (size_t i = 0; i < u->ns; i++) {
+        snprintf(l, sizeof l, "gen_ai_request_model=\"%s\",model=\"%s\",tier=\"%s\",gen_ai_token_type=\"input\"",
+                 u->s[i].model, u->s[i].model, u->s[i].tier);
+        hist_put(&o, "gen_ai_client_token_usage", l, &u->s[i].tin, tok_b, NK);
+        snprintf(l, sizeof l, "gen_ai_request_model=\"%s\",model=\"%s\",tier=\"%s\",gen_ai_token_type=\"output\"",
+                 u->s[i].model, u->s[i].model, u->s[i].tier);
+        hist_put(&o, "gen_ai_client_token_usage", l, &u->s[i].tout, tok_b, NK);
+    }
+    put(&o, "# HELP gen_ai_server_time_to_first_token_seconds Time to the first byte of the answer\n"
+            "# TYPE gen_ai_server_time_to_first_token_seconds histogram\n");
+    for (size_t i = 0; i < u->ns; i++) {
+        snprintf(l, sizeof l, "model=\"%s\",tier=\"%s\"", u->s[i].model, u->s[i].tier);
+        hist_put(&o, "gen_ai_server_time_to_first_token_seconds", l, &u->s[i].ttft, ttft_b, NT);
+    }
+    put(&o, "# HELP gen_ai_server_request_duration_seconds Request duration through the gateway\n"
+            "# TYPE gen_ai_server_request_duration_seconds histogram\n");
+    for (size_t i = 0; i < u->ns; i++) {
+        snprintf(l, sizeof l, "model=\"%s\",tier=\"%s\"", u->s[i].model, u->s[i].tier);
+        hist_put(&o, "gen_ai_server_request_duration_seconds", l, &u->s[i].dur, dur_b, ND);
+    }
+    put(&o, "# HELP gpuaas_gateway_usage_records_pending Usage records not yet written\n# TYPE gpuaas_gateway_usage_records_pending gauge\n"
+            "gpuaas_gateway_usage_records_pending %zu\n", u->n);
+    put(&o, "# HELP gpuaas_gateway_usage_records_dropped_total Usage records dropped (store unavailable)\n"
+            "# TYPE gpuaas_gateway_usage_records_dropped_total counter\ngpuaas_gateway_usage_records_dropped_total %llu\n",
+        (unsigned long long)u->dropped);
+    return o.p;
+}

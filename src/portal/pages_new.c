@@ -1,0 +1,333 @@
+/* pages_new: "New request": the template catalog, the form a template's JSON Schema
+ * generates, the review of exactly what will be submitted, and the submission.
+ * Owns: drawing fields from schemas (labels, help, HTML validation attributes that
+ * mirror the server's checks), carrying values from form to review to submit.
+ * Must not: trust the browser's validation: every submit is re-validated and
+ * re-rendered on the server (template.c) before gx_d_submit / gx_d_apply. */
+#include <sodium.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "lib/yaml.h"
+#include "portal/portal_int.h"
+#include "portal/template.h"
+
+static const char *meta_str(const json_t *t, const char *k) { return json_string_value(json_object_get(json_object_get(t, "metadata"), k)); }
+
+static const json_t *find_template(gx_portal_ctx *c, const char *name)
+{
+    char key[200];
+    snprintf(key, sizeof key, "Template//%s", name);
+    return json_object_get(c->d->objects, key);
+}
+
+void gx_portal_catalog(gx_portal_ctx *c)
+{
+    gx_portal_buf b;
+    gx_portal_buf_init(&b);
+    gx_portal_page_begin(c, &b, "New request", "new");
+    json_t *all = gx_portal_templates(c->d);
+    if (!json_array_size(all))
+        gx_portal_put(&b, "<p class=\"empty\">No templates yet. An admin applies them with "
+                          "<code>gpuaas apply -f examples/templates/batch-training.yaml</code> (one <code>-f</code> per file), "
+                          "or on the Admin page.</p>");
+    gx_portal_put(&b, "<ul class=\"cards\">");
+    size_t i;
+    const json_t *t;
+    json_array_foreach(all, i, t) {
+        const json_t *spec = json_object_get(t, "spec");
+        const char *icon = json_string_value(json_object_get(spec, "icon")) ?: "gpu";
+        const char *name = meta_str(t, "name");
+        gx_portal_putf(&b, "<li class=\"card\"><h2><svg class=\"icon\" aria-hidden=\"true\"><use href=\"/assets/icons.svg#%H\"></use></svg> "
+                           "<a href=\"/ui/new/%U\">%H</a></h2><p>%H</p><p>",
+                       icon, name, meta_str(t, "title") ?: name, meta_str(t, "description"));
+        size_t k;
+        const json_t *tag;
+        json_array_foreach(json_object_get(json_object_get(t, "metadata"), "tags"), k, tag)
+            gx_portal_putf(&b, "<span class=\"tag\">%H</span> ", json_string_value(tag));
+        gx_portal_putf(&b, "</p><p class=\"sub\">creates a %H</p></li>",
+                       json_string_value(json_object_get(json_object_get(spec, "manifest"), "kind")));
+    }
+    gx_portal_put(&b, "</ul>");
+    json_decref(all);
+    gx_portal_page_end(c, &b, 200);
+}
+
+/* The namespaces this user may pick: their own, or every LocalQueue's for an admin. */
+static json_t *pickable_namespaces(gx_portal_ctx *c)
+{
+    if (!c->user->admin) return json_incref(c->user->namespaces);
+    json_t *lqs = gx_engine_local_queues(c->d->eng, NULL, 0), *out = json_array();
+    size_t i, k;
+    const json_t *q, *x;
+    json_array_foreach(lqs, i, q) {
+        const json_t *ns = json_object_get(q, "namespace");
+        int dup = 0;
+        json_array_foreach(out, k, x) dup |= json_equal(x, ns);
+        if (!dup) json_array_append(out, (json_t *)ns);
+    }
+    json_decref(lqs);
+    return out;
+}
+
+static void value_str(const json_t *v, char *out, size_t n)
+{
+    if (json_is_string(v)) snprintf(out, n, "%s", json_string_value(v));
+    else if (json_is_integer(v)) snprintf(out, n, "%lld", (long long)json_integer_value(v));
+    else if (json_is_real(v)) snprintf(out, n, "%g", json_real_value(v));
+    else if (json_is_boolean(v)) snprintf(out, n, "%s", json_is_true(v) ? "on" : "");
+    else out[0] = 0;
+}
+
+static void options(gx_portal_buf *b, const char *name, const json_t *en, const json_t *names, const char *cur, int radio)
+{
+    size_t i;
+    const json_t *x;
+    json_array_foreach(en, i, x) {
+        char v[256];
+        value_str(x, v, sizeof v);
+        const char *label = json_string_value(json_array_get(names, i)) ?: v;
+        int sel = !strcmp(v, cur);
+        if (radio)
+            gx_portal_putf(b, "<label class=\"radio\"><input type=\"radio\" name=\"%H\" value=\"%H\"%s> %H</label>", name, v,
+                           sel ? " checked" : "", label);
+        else gx_portal_putf(b, "<option value=\"%H\"%s>%H</option>", v, sel ? " selected" : "", label);
+    }
+}
+
+static void attrs(gx_portal_buf *b, const json_t *s, const char *type, int required)
+{
+    const json_t *mn = json_object_get(s, "minimum"), *mx = json_object_get(s, "maximum");
+    if (mn) gx_portal_putf(b, " min=\"%g\"", json_number_value(mn));
+    if (mx) gx_portal_putf(b, " max=\"%g\"", json_number_value(mx));
+    if (!strcmp(type, "integer")) gx_portal_put(b, " step=\"1\"");
+    if (!strcmp(type, "number")) gx_portal_put(b, " step=\"any\"");
+    const json_t *a = json_object_get(s, "minLength"), *z = json_object_get(s, "maxLength");
+    if (a) gx_portal_putf(b, " minlength=\"%lld\"", (long long)json_integer_value(a));
+    gx_portal_putf(b, " maxlength=\"%lld\"", z ? (long long)json_integer_value(z) : (long long)GX_PORTAL_TPL_MAX_STRING);
+    const char *pat = json_string_value(json_object_get(s, "pattern"));
+    /* HTML's pattern must match the whole value; ours is anchored by the author */
+    if (pat) gx_portal_putf(b, " pattern=\"%H\"", pat);
+    const char *ph = json_string_value(json_object_get(s, "ui:placeholder"));
+    if (ph) gx_portal_putf(b, " placeholder=\"%H\"", ph);
+    if (required) gx_portal_put(b, " required");
+    if (json_is_true(json_object_get(s, "ui:autofocus"))) gx_portal_put(b, " autofocus");
+}
+
+static void field(gx_portal_ctx *c, gx_portal_buf *b, const json_t *p, const json_t *form, const gx_err *err)
+{
+    const char *name = json_string_value(json_object_get(p, "name"));
+    const json_t *s = json_object_get(p, "schema");
+    int req = json_is_true(json_object_get(p, "required"));
+    const char *type = json_string_value(json_object_get(s, "type"));
+    const char *widget = json_string_value(json_object_get(s, "ui:widget")) ?: "";
+    const char *title = json_string_value(json_object_get(s, "title")) ?: name;
+    const char *desc = json_string_value(json_object_get(s, "description"));
+    const char *help = json_string_value(json_object_get(s, "ui:help"));
+    char cur[GX_PORTAL_TPL_MAX_STRING + 1];
+    if (form) snprintf(cur, sizeof cur, "%s", gx_portal_form_get(form, name));
+    else value_str(json_object_get(s, "default"), cur, sizeof cur);
+    int bad = err && !strcmp(err->field, name);
+    if (!strcmp(widget, "hidden")) { gx_portal_putf(b, "<input type=\"hidden\" name=\"%H\" value=\"%H\">", name, cur); return; }
+    gx_portal_putf(b, "<div class=\"field%s\">", bad ? " invalid" : "");
+    const json_t *en = json_object_get(s, "enum");
+    const char *fieldk = json_string_value(json_object_get(s, "ui:field"));
+    json_t *nss = fieldk ? pickable_namespaces(c) : NULL;
+    if (nss) en = nss;
+    if (!strcmp(type, "boolean")) {
+        gx_portal_putf(b, "<label><input type=\"checkbox\" id=\"f-%H\" name=\"%H\" aria-describedby=\"h-%H\"%s> %H</label>", name,
+                       name, name, !strcmp(cur, "on") || !strcmp(cur, "true") ? " checked" : "", title);
+    } else {
+        gx_portal_putf(b, "<label for=\"f-%H\" id=\"l-%H\">%H%s</label>", name, name, title,
+                       req ? " <span class=\"req\" aria-hidden=\"true\">(required)</span>" : "");
+        if (en && !strcmp(widget, "radio")) {
+            gx_portal_putf(b, "<div role=\"radiogroup\" id=\"f-%H\" aria-labelledby=\"l-%H\" aria-describedby=\"h-%H\">",
+                           name, name, name);
+            options(b, name, en, json_object_get(s, "enumNames"), cur, 1);
+            gx_portal_put(b, "</div>");
+        } else if (en) {
+            gx_portal_putf(b, "<select id=\"f-%H\" name=\"%H\" aria-describedby=\"h-%H\"%s>", name, name, name, req ? " required" : "");
+            options(b, name, en, nss ? NULL : json_object_get(s, "enumNames"), cur, 0);
+            gx_portal_put(b, "</select>");
+        } else if (!strcmp(widget, "textarea")) {
+            gx_portal_putf(b, "<textarea id=\"f-%H\" name=\"%H\" rows=\"6\" aria-describedby=\"h-%H\"", name, name, name);
+            attrs(b, s, type, req);
+            gx_portal_putf(b, ">%H</textarea>", cur);
+        } else {
+            const char *it = !strcmp(type, "string") ? (!strcmp(widget, "password") ? "password" : "text")
+                                                     : !strcmp(widget, "range") ? "range" : "number";
+            gx_portal_putf(b, "<input type=\"%s\" id=\"f-%H\" name=\"%H\" value=\"%H\" aria-describedby=\"h-%H\"", it, name, name,
+                           cur, name);
+            attrs(b, s, type, req);
+            gx_portal_put(b, ">");
+        }
+    }
+    json_decref(nss);
+    gx_portal_putf(b, "<p class=\"help\" id=\"h-%H\">%H%s%H</p>", name, desc ? desc : "", desc && help ? " " : "", help ? help : "");
+    if (bad) gx_portal_putf(b, "<p class=\"field-error\" role=\"alert\">%H</p>", err->msg);
+    gx_portal_put(b, "</div>");
+}
+
+static void form_page(gx_portal_ctx *c, const json_t *t, const json_t *form, const gx_err *err)
+{
+    gx_portal_buf b;
+    gx_portal_buf_init(&b);
+    const char *name = meta_str(t, "name");
+    gx_portal_page_begin(c, &b, meta_str(t, "title") ?: name, "new");
+    gx_portal_putf(&b, "<p class=\"lead\">%H</p>", meta_str(t, "description"));
+    if (err && err->msg[0] && !err->field[0]) gx_portal_putf(&b, "<p class=\"error\" role=\"alert\">%H</p>", err->msg);
+    else if (err && err->msg[0]) gx_portal_put(&b, "<p class=\"error\" role=\"alert\">Please correct the marked field.</p>");
+    gx_portal_putf(&b, "<form method=\"post\" action=\"/ui/new/%U\" class=\"stack tform\" novalidate data-validate>", name);
+    gx_portal_csrf_field(c, &b);
+    json_t *params = gx_portal_template_params(t);
+    size_t i;
+    const json_t *p;
+    const char *page = NULL;
+    json_array_foreach(params, i, p) {
+        const char *pg = json_string_value(json_object_get(p, "page"));
+        if (!page || strcmp(page, pg)) {
+            if (page) gx_portal_put(&b, "</fieldset>");
+            gx_portal_putf(&b, "<fieldset><legend>%H</legend>", *pg ? pg : "Parameters");
+            page = pg;
+        }
+        field(c, &b, p, form, err);
+    }
+    if (page) gx_portal_put(&b, "</fieldset>");
+    json_decref(params);
+    gx_portal_put(&b, "<div class=\"actions\"><button type=\"submit\" name=\"action\" value=\"review\" class=\"primary\">Review</button>"
+                      " <a href=\"/ui/new\">Back to the catalog</a></div></form>");
+    gx_portal_page_end(c, &b, err ? 422 : 200);
+}
+
+/* Fill metadata.generateName ("notebook-") into a name, as Kubernetes would. */
+static void generate_name(json_t *m)
+{
+    json_t *md = json_object_get(m, "metadata");
+    const char *gen = json_string_value(json_object_get(md, "generateName"));
+    if (!gen || json_string_length(json_object_get(md, "name"))) return;
+    char name[80];
+    size_t n = (size_t)snprintf(name, sizeof name, "%.57s", gen);
+    for (int i = 0; i < 5; i++) name[n++] = "bcdfghjklmnpqrstvwxz2456789"[randombytes_uniform(27)];
+    name[n] = 0;
+    json_object_set_new(md, "name", json_string(name));
+    json_object_del(md, "generateName");
+}
+
+static void review_page(gx_portal_ctx *c, const json_t *t, const json_t *values, const json_t *m)
+{
+    gx_portal_buf b;
+    gx_portal_buf_init(&b);
+    const char *name = meta_str(t, "name");
+    gx_portal_page_begin(c, &b, "Review your request", "new");
+    gx_portal_putf(&b, "<p class=\"lead\">%H: check what will be submitted.</p><dl class=\"facts\">", meta_str(t, "title") ?: name);
+    json_t *params = gx_portal_template_params(t);
+    size_t i;
+    const json_t *p;
+    json_array_foreach(params, i, p) {
+        const char *pn = json_string_value(json_object_get(p, "name"));
+        const json_t *s = json_object_get(p, "schema");
+        char v[GX_PORTAL_TPL_MAX_STRING + 1];
+        value_str(json_object_get(values, pn), v, sizeof v);
+        if (json_is_boolean(json_object_get(values, pn))) snprintf(v, sizeof v, "%s", json_is_true(json_object_get(values, pn)) ? "yes" : "no");
+        gx_portal_putf(&b, "<dt>%H</dt><dd>%H</dd>", json_string_value(json_object_get(s, "title")) ?: pn,
+                       !strcmp(json_string_value(json_object_get(s, "ui:widget")) ?: "", "password") ? "••••••" : v);
+    }
+    gx_portal_put(&b, "</dl>");
+    char *yaml = gx_yaml_emit(m);
+    gx_portal_putf(&b, "<details open><summary>The %H that will be submitted</summary><pre class=\"manifest\">%H</pre></details>",
+                   json_string_value(json_object_get(m, "kind")), yaml);
+    free(yaml);
+    gx_portal_putf(&b, "<form method=\"post\" action=\"/ui/new/%U\" class=\"actions\" data-progress=\"Submitting…\">", name);
+    gx_portal_csrf_field(c, &b);
+    json_array_foreach(params, i, p) {
+        const char *pn = json_string_value(json_object_get(p, "name"));
+        char v[GX_PORTAL_TPL_MAX_STRING + 1];
+        value_str(json_object_get(values, pn), v, sizeof v);
+        gx_portal_putf(&b, "<input type=\"hidden\" name=\"%H\" value=\"%H\">", pn, v);
+    }
+    gx_portal_putf(&b, "<input type=\"hidden\" name=\"_name\" value=\"%H\">",
+                   json_string_value(json_object_get(json_object_get(m, "metadata"), "name")));
+    json_decref(params);
+    gx_portal_put(&b, "<button type=\"submit\" name=\"action\" value=\"submit\" class=\"primary\">Submit</button> "
+                      "<button type=\"submit\" name=\"action\" value=\"edit\">Change</button></form>");
+    gx_portal_page_end(c, &b, 200);
+}
+
+static int submit(gx_portal_ctx *c, const json_t *t, json_t *m, gx_err *e, char *to, size_t ton)
+{
+    const char *kind = json_string_value(json_object_get(m, "kind"));
+    json_t *md = json_object_get(m, "metadata");
+    if (!json_is_object(md)) return gx_errf(e, 422, "", "the template renders no metadata");
+    /* who asked and from which template: shown later, and useful to admins */
+    json_t *labels = json_object_get(md, "labels");
+    if (!json_is_object(labels)) json_object_set_new(md, "labels", labels = json_object());
+    json_object_set_new(labels, "gpuaas.dev/template", json_string(meta_str(t, "name")));
+    json_t *ann = json_object_get(md, "annotations");
+    if (!json_is_object(ann)) json_object_set_new(md, "annotations", ann = json_object());
+    json_object_set_new(ann, "gpuaas.dev/requested-by", json_string(c->user->name));
+    if (!strcmp(kind, "Job")) {
+        const char *ns = json_string_value(json_object_get(md, "namespace"));
+        if (!ns) {
+            ns = json_string_value(json_array_get(c->user->namespaces, 0)) ?: "default";
+            json_object_set_new(md, "namespace", json_string(ns));
+            ns = json_string_value(json_object_get(md, "namespace"));
+        }
+        if (!gx_user_in_ns(c->user, ns)) return gx_errf(e, 403, "", "you may not submit to namespace %s", ns);
+        json_t *view = NULL;
+        if (gx_d_submit(c->d, m, NULL, &view, e)) return -1;
+        json_decref(view);
+        gx_portal_buf u;
+        gx_portal_buf_init(&u);
+        gx_portal_putf(&u, "/ui/workloads/%U/%U", ns, json_string_value(json_object_get(md, "name")));
+        snprintf(to, ton, "%s", u.p);
+        gx_portal_buf_free(&u);
+        return 0;
+    }
+    if (!c->user->admin) return gx_errf(e, 403, "", "deploying a %s is for admins for now; ask one to use this template", kind);
+    json_t *docs1[1] = {m};
+    gx_yaml_docs docs = {.n = 1, .docs = docs1};
+    json_t *res = NULL;
+    if (gx_d_apply(c->d, &docs, &res, e)) return -1;
+    json_decref(res);
+    snprintf(to, ton, "/ui/models");
+    return 0;
+}
+
+void gx_portal_request(gx_portal_ctx *c, const char *name)
+{
+    const json_t *t = find_template(c, name);
+    if (!t) { gx_portal_error_page(c, 404, "Not found", "No such template."); return; }
+    if (!c->form) { form_page(c, t, NULL, NULL); return; }
+    const char *action = gx_portal_form_get(c->form, "action");
+    if (!strcmp(action, "edit")) { form_page(c, t, c->form, NULL); return; }
+    gx_err e;
+    gx_err_clear(&e);
+    json_t *nss = pickable_namespaces(c);
+    json_t *values = gx_portal_template_values(t, c->form, nss, &e);
+    json_decref(nss);
+    if (!values) { form_page(c, t, c->form, &e); return; }
+    json_t *m = gx_portal_template_render(t, values, c->user->name, &e);
+    if (!m) { json_decref(values); form_page(c, t, c->form, &e); return; }
+    if (!strcmp(action, "submit")) {
+        /* keep the name the review showed, so a generated name does not change under the user */
+        const char *shown = gx_portal_form_get(c->form, "_name");
+        json_t *md = json_object_get(m, "metadata");
+        if (*shown && json_is_object(md) && json_object_get(md, "generateName") && gx_dns_label_ok(shown)) {
+            json_object_set_new(md, "name", json_string(shown));
+            json_object_del(md, "generateName");
+        }
+        generate_name(m);
+        char to[600];
+        if (submit(c, t, m, &e, to, sizeof to)) {
+            e.field[0] = 0; /* errors from the server are about the whole request */
+            form_page(c, t, c->form, &e);
+        } else {
+            gx_portal_redirect(c, to);
+        }
+    } else {
+        generate_name(m);
+        review_page(c, t, values, m);
+    }
+    json_decref(m);
+    json_decref(values);
+}

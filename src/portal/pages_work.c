@@ -1,0 +1,333 @@
+/* pages_work: "My work" (Home) and one workload's page.
+ * Owns: the list of the user's workloads with state, queue position, why it waits
+ * in plain words, an estimate of when it starts and the time it has left; the
+ * workload page (conditions as a timeline, devices, pods, live logs, cancel).
+ * Must not: show a workload outside the user's namespaces (404, as if absent), or
+ * cancel one except through gx_d_cancel (which commits first). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include "portal/portal_int.h"
+
+#define HOME_ROWS 200
+
+static json_t *my_workloads(gx_portal_ctx *c)
+{
+    gx_wl_filter f = {0};
+    const char *ns[64];
+    size_t n = 0;
+    if (!c->user->admin) {
+        size_t i;
+        const json_t *x;
+        json_array_foreach(c->user->namespaces, i, x) if (n < 64) ns[n++] = json_string_value(x);
+        if (!n) return json_array();
+        f.namespaces = ns;
+        f.n_namespaces = n;
+    }
+    return gx_d_list(c->d, &f);
+}
+
+static const char *plain_reason(const char *reason)
+{
+    static const struct { const char *r, *text; } T[] = {
+        {"WaitingForQuota", "Waiting for your team's GPU quota to free up"},
+        {"BorrowingLimitReached", "Waiting: your team already borrows as much as it may"},
+        {"NoDeviceFits", "Quota is available, but no GPU on the nodes is free yet"},
+        {"ExceedsMaxQuota", "Larger than your team can ever get: ask for less, or ask an admin for more quota"},
+        {"Inadmissible", "Cannot start: the queue is not set up for this (ask an admin)"},
+        {"NoMatchingFlavor", "No GPU type in your queue fits this request"},
+        {"WaitingForPreemption", "Making room: lower-priority work is being stopped"},
+        {"Evicted", "Was stopped to make room and waits to run again"},
+        {"Preempted", "Was stopped for more important work and waits to run again"},
+        {NULL, NULL}};
+    for (int i = 0; reason && T[i].r; i++)
+        if (!strcmp(reason, T[i].r)) return T[i].text;
+    return "Waiting for the scheduler to consider it";
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* When admitted work in the same ClusterQueue reaches its time limit: the latest time
+ * the p-th in line can expect a turn (work may end sooner). 0: no estimate. */
+static int64_t estimate_start(gx_portal_ctx *c, const json_t *wl, int64_t pos, int *unlimited_out)
+{
+    const char *cq = json_string_value(json_object_get(wl, "clusterQueue"));
+    gx_wl_filter f = {.cluster_queue = cq, .state = "Admitted"};
+    json_t *adm = gx_d_list(c->d, &f);
+    size_t n = json_array_size(adm), k = 0, i;
+    int64_t *ends = calloc(n + 1, sizeof *ends);
+    if (!ends) abort();
+    const json_t *x;
+    int unlimited = 0;
+    json_array_foreach(adm, i, x) {
+        json_int_t max = json_integer_value(json_object_get(x, "maxExecutionTimeSeconds"));
+        json_int_t used = json_integer_value(json_object_get(x, "accumulatedPastExecutionTimeSeconds"));
+        int64_t at = gx_portal_parse_time(json_string_value(json_object_get(x, "admittedAt")));
+        if (max <= 0 || !at) { unlimited++; continue; }
+        ends[k++] = at + (int64_t)(max - used) * 1000;
+    }
+    qsort(ends, k, sizeof *ends, cmp_i64);
+    int64_t t = !unlimited && pos >= 0 && (size_t)pos < k ? ends[pos] : 0;
+    *unlimited_out = unlimited;
+    free(ends);
+    json_decref(adm);
+    return t;
+}
+
+static void clock_time(int64_t ms, char *out, size_t n)
+{
+    time_t s = (time_t)(ms / 1000);
+    struct tm tm;
+    gmtime_r(&s, &tm);
+    strftime(out, n, "%H:%M UTC", &tm);
+}
+
+void gx_portal_why(gx_portal_ctx *c, const json_t *wl, gx_portal_buf *b)
+{
+    const char *reason = json_string_value(json_object_get(wl, "reason"));
+    const char *msg = json_string_value(json_object_get(wl, "message"));
+    const json_t *pos = json_object_get(wl, "positionInClusterQueue");
+    gx_portal_putf(b, "<div class=\"why\"><strong>%H</strong>", plain_reason(reason));
+    if (json_is_integer(pos))
+        gx_portal_putf(b, " <span class=\"pos\">#%lld in line</span>", (long long)json_integer_value(pos) + 1);
+    int unlimited = 0;
+    int64_t est = estimate_start(c, wl, json_is_integer(pos) ? (int64_t)json_integer_value(pos) : -1, &unlimited);
+    char when[32], in[32];
+    if (est > c->now) {
+        clock_time(est, when, sizeof when);
+        gx_portal_duration(in, sizeof in, est - c->now);
+        gx_portal_putf(b, "<br><span class=\"est\">Expected to start by %H (in %H) at the latest: running work in its "
+                          "queue reaches its time limit then.</span>", when, in);
+    } else if (unlimited) {
+        gx_portal_put(b, "<br><span class=\"est\">No start estimate: work running in its queue has no time limit.</span>");
+    } else {
+        gx_portal_put(b, "<br><span class=\"est\">No start estimate: it waits for more than the running work's time limits free.</span>");
+    }
+    if (msg && *msg) gx_portal_putf(b, "<details><summary>Details</summary><p>%H</p></details>", msg);
+    gx_portal_put(b, "</div>");
+}
+
+/* Time left for admitted work with a maximum execution time; -1 when unlimited. */
+static int64_t time_left(const gx_portal_ctx *c, const json_t *wl)
+{
+    json_int_t max = json_integer_value(json_object_get(wl, "maxExecutionTimeSeconds"));
+    json_int_t used = json_integer_value(json_object_get(wl, "accumulatedPastExecutionTimeSeconds"));
+    int64_t at = gx_portal_parse_time(json_string_value(json_object_get(wl, "admittedAt")));
+    if (max <= 0 || !at) return -1;
+    int64_t left = (int64_t)(max - used) * 1000 - (c->now - at);
+    return left < 0 ? 0 : left;
+}
+
+static const char *gpus_of(const json_t *wl, char *out, size_t n)
+{
+    const json_t *ps = json_array_get(json_object_get(wl, "podSets"), 0);
+    const json_t *req = json_object_get(ps, "requests");
+    const char *k;
+    const json_t *v;
+    out[0] = 0;
+    json_object_foreach((json_t *)req, k, v)
+        if (!strncmp(k, "nvidia.com/", 11))
+            snprintf(out + strlen(out), n - strlen(out), "%s%s %s", out[0] ? ", " : "", json_string_value(v), k + 11);
+    return out[0] ? out : "none";
+}
+
+static void row(gx_portal_ctx *c, gx_portal_buf *b, const json_t *w)
+{
+    const char *ns = json_string_value(json_object_get(w, "namespace")), *name = json_string_value(json_object_get(w, "name"));
+    const char *phase = json_string_value(json_object_get(w, "phase"));
+    const char *state = json_string_value(json_object_get(w, "state"));
+    char g[128], age[32], left[32];
+    gx_portal_duration(age, sizeof age, c->now - gx_portal_parse_time(json_string_value(json_object_get(w, "createdAt"))));
+    gx_portal_putf(b, "<tr data-phase=\"%H\"><td><a href=\"/ui/workloads/%U/%U\">%H</a><div class=\"sub\">%H · %H</div></td>"
+                      "<td>", phase, ns, name, name, ns, json_string_value(json_object_get(w, "queueName")));
+    gx_portal_badge(b, phase);
+    gx_portal_putf(b, "</td><td>%H</td><td class=\"wide\">", gpus_of(w, g, sizeof g));
+    if (state && !strcmp(state, "Pending")) gx_portal_why(c, w, b);
+    else if (state && !strcmp(state, "Admitted")) {
+        int64_t l = time_left(c, w);
+        gx_portal_duration(left, sizeof left, l);
+        if (l >= 0) gx_portal_putf(b, "<span class=\"left\">%H left before its time limit</span>", left);
+        else gx_portal_put(b, "<span class=\"left\">no time limit</span>");
+    } else {
+        gx_portal_putf(b, "%H", json_string_value(json_object_get(w, "message")));
+    }
+    gx_portal_putf(b, "</td><td>%H ago</td></tr>", age);
+}
+
+void gx_portal_home(gx_portal_ctx *c)
+{
+    gx_portal_buf b;
+    gx_portal_buf_init(&b);
+    gx_portal_page_begin(c, &b, "My work", "home");
+    json_t *all = my_workloads(c);
+    size_t i, running = 0, pending = 0;
+    const json_t *w;
+    json_array_foreach(all, i, w) {
+        const char *st = json_string_value(json_object_get(w, "state")) ?: "";
+        running += !strcmp(st, "Admitted");
+        pending += !strcmp(st, "Pending");
+    }
+    gx_portal_put(&b, "<p class=\"actions\"><a class=\"button primary\" href=\"/ui/new\">Request GPUs</a></p>");
+    gx_portal_put(&b, "<section id=\"work\" data-refresh=\"2\" aria-live=\"polite\">");
+    gx_portal_putf(&b, "<ul class=\"stats\"><li><b>%zu</b> running</li><li><b>%zu</b> waiting</li><li><b>%zu</b> in all</li></ul>",
+                   running, pending, json_array_size(all));
+    if (!json_array_size(all)) {
+        gx_portal_put(&b, "<p class=\"empty\">Nothing here yet. <a href=\"/ui/new\">Request a GPU from a template</a>: "
+                          "a notebook, a training run, a fine-tuning job or a model.</p>");
+    } else {
+        gx_portal_put(&b, "<table class=\"list work\"><thead><tr><th scope=\"col\">Workload</th><th scope=\"col\">State</th>"
+                          "<th scope=\"col\">GPUs</th><th scope=\"col\">Why / when</th><th scope=\"col\">Age</th></tr></thead><tbody>");
+        /* newest first: what someone just asked for is what they look for; at most
+         * HOME_ROWS rows keep the page (and its estimates) quick */
+        size_t shown = 0;
+        for (size_t k = json_array_size(all); k-- > 0 && shown < HOME_ROWS; shown++) row(c, &b, json_array_get(all, k));
+        gx_portal_put(&b, "</tbody></table>");
+        if (json_array_size(all) > HOME_ROWS)
+            gx_portal_putf(&b, "<p class=\"sub\">The newest %d of %zu workloads; <code>gpuaas ls</code> lists them all.</p>",
+                           HOME_ROWS, json_array_size(all));
+    }
+    gx_portal_put(&b, "</section>");
+    json_decref(all);
+    gx_portal_page_end(c, &b, 200);
+}
+
+/* ---- one workload -------------------------------------------------------------------- */
+
+static json_t *visible(gx_portal_ctx *c, const char *ns, const char *name)
+{
+    if (!gx_user_in_ns(c->user, ns)) return NULL;
+    char key[300];
+    snprintf(key, sizeof key, "%s/%s", ns, name);
+    return gx_d_view(c->d, key);
+}
+
+static int by_time(const void *a, const void *b)
+{
+    const char *x = json_string_value(json_object_get(*(json_t *const *)a, "lastTransitionTime")) ?: "";
+    const char *y = json_string_value(json_object_get(*(json_t *const *)b, "lastTransitionTime")) ?: "";
+    return strcmp(x, y);
+}
+
+/* "2026-11-29T19:12:20.307Z" -> "2026-11-29 19:12:20 UTC" */
+static void human_time(const char *t, char *out, size_t n)
+{
+    if (!t || strlen(t) < 19) { snprintf(out, n, "%s", t ? t : ""); return; }
+    snprintf(out, n, "%.10s %.8s UTC", t, t + 11);
+}
+
+static void timeline(gx_portal_buf *b, const json_t *w)
+{
+    const json_t *conds = json_object_get(w, "conditions");
+    size_t n = json_array_size(conds), i;
+    json_t **v = calloc(n + 1, sizeof *v);
+    if (!v) abort();
+    for (i = 0; i < n; i++) v[i] = json_array_get(conds, i);
+    qsort(v, n, sizeof *v, by_time);
+    const char *created = json_string_value(json_object_get(w, "createdAt"));
+    char when[40];
+    human_time(created, when, sizeof when);
+    gx_portal_putf(b, "<h2>History</h2><ol class=\"timeline\"><li><time datetime=\"%H\">%H</time> <b>Submitted</b></li>",
+                   created, when);
+    for (i = 0; i < n; i++) {
+        const char *st = json_string_value(json_object_get(v[i], "status")) ?: "";
+        const char *t = json_string_value(json_object_get(v[i], "lastTransitionTime"));
+        char at[40];
+        human_time(t, at, sizeof at);
+        gx_portal_putf(b, "<li class=\"c-%s\"><time datetime=\"%H\">%H</time> <b>%H</b> %H <span class=\"sub\">%H</span></li>",
+                       !strcmp(st, "True") ? "true" : "false", t, at,
+                       json_string_value(json_object_get(v[i], "type")), !strcmp(st, "True") ? "" : "(not yet)",
+                       json_string_value(json_object_get(v[i], "message")));
+    }
+    gx_portal_put(b, "</ol>");
+    free(v);
+}
+
+static void devices(gx_portal_buf *b, const json_t *w)
+{
+    const json_t *pl = json_object_get(w, "placement");
+    gx_portal_put(b, "<h2>Devices</h2>");
+    if (!json_array_size(pl)) { gx_portal_put(b, "<p class=\"sub\">No devices yet: they are chosen when it is admitted.</p>"); return; }
+    gx_portal_put(b, "<table class=\"list\"><thead><tr><th scope=\"col\">Pod</th><th scope=\"col\">Node</th>"
+                     "<th scope=\"col\">GPU</th><th scope=\"col\">UUID</th></tr></thead><tbody>");
+    size_t i, k;
+    const json_t *p, *d;
+    json_array_foreach(pl, i, p)
+        json_array_foreach(json_object_get(p, "devices"), k, d)
+            gx_portal_putf(b, "<tr><td>%lld</td><td>%H</td><td>#%lld %H</td><td><code>%H</code></td></tr>",
+                           (long long)json_integer_value(json_object_get(p, "pod")), json_string_value(json_object_get(p, "node")),
+                           (long long)json_integer_value(json_object_get(d, "index")), json_string_value(json_object_get(d, "model")),
+                           json_string_value(json_object_get(d, "uuid")));
+    gx_portal_put(b, "</tbody></table>");
+}
+
+static void status_section(gx_portal_ctx *c, gx_portal_buf *b, const json_t *w)
+{
+    const char *state = json_string_value(json_object_get(w, "state")) ?: "";
+    const char *phase = json_string_value(json_object_get(w, "phase"));
+    gx_portal_put(b, "<section id=\"status\" data-refresh=\"2\" aria-live=\"polite\"><p class=\"state\">");
+    gx_portal_badge(b, phase);
+    /* a waiting workload's message is in the "why" box below, in plain words first */
+    if (strcmp(state, "Pending")) gx_portal_putf(b, " <span class=\"msg\">%H</span>", json_string_value(json_object_get(w, "message")));
+    gx_portal_put(b, "</p>");
+    if (!strcmp(state, "Pending")) gx_portal_why(c, w, b);
+    char left[32], g[128];
+    int64_t l = !strcmp(state, "Admitted") ? time_left(c, w) : -1;
+    gx_portal_duration(left, sizeof left, l);
+    gx_portal_putf(b, "<dl class=\"facts\"><dt>Queue</dt><dd>%H → %H</dd><dt>Priority</dt><dd>%H</dd><dt>GPUs</dt><dd>%H</dd>"
+                      "<dt>Image</dt><dd><code>%H</code></dd><dt>Time left</dt><dd>%H</dd></dl>",
+                   json_string_value(json_object_get(w, "queueName")), json_string_value(json_object_get(w, "clusterQueue")),
+                   json_string_value(json_object_get(w, "priorityClass")) ?: "default", gpus_of(w, g, sizeof g),
+                   json_string_value(json_object_get(w, "image")), l >= 0 ? left : "—");
+    timeline(b, w);
+    devices(b, w);
+    gx_portal_put(b, "</section>");
+}
+
+void gx_portal_workload(gx_portal_ctx *c, const char *ns, const char *name)
+{
+    json_t *w = visible(c, ns, name);
+    if (!w) { gx_portal_error_page(c, 404, "Not found", "No such workload in your namespaces."); return; }
+    gx_portal_buf b;
+    gx_portal_buf_init(&b);
+    char title[300];
+    snprintf(title, sizeof title, "%s/%s", ns, name);
+    gx_portal_page_begin(c, &b, title, "home");
+    const char *state = json_string_value(json_object_get(w, "state")) ?: "";
+    if (!strcmp(state, "Pending") || !strcmp(state, "Admitted")) {
+        gx_portal_putf(&b, "<form method=\"post\" action=\"/ui/workloads/%U/%U/cancel\" class=\"actions\" "
+                           "data-confirm=\"Cancel %H? Its processes are stopped.\" data-progress=\"Cancelling…\">", ns, name, title);
+        gx_portal_csrf_field(c, &b);
+        gx_portal_put(&b, "<button type=\"submit\" class=\"danger\">Cancel</button></form>");
+    }
+    status_section(c, &b, w);
+    gx_portal_putf(&b, "<h2>Logs</h2><pre id=\"logs\" class=\"logs\" tabindex=\"0\" aria-label=\"Logs\" "
+                       "data-logs=\"/api/v1/workloads/%U/%U/logs?follow=1\">(no output yet)</pre>", ns, name);
+    json_decref(w);
+    gx_portal_page_end(c, &b, 200);
+}
+
+void gx_portal_workload_cancel(gx_portal_ctx *c, const char *ns, const char *name)
+{
+    json_t *w = visible(c, ns, name);
+    if (!w) { gx_portal_error_page(c, 404, "Not found", "No such workload in your namespaces."); return; }
+    json_decref(w);
+    char key[300], to[600];
+    snprintf(key, sizeof key, "%s/%s", ns, name);
+    gx_err e;
+    gx_err_clear(&e);
+    if (gx_d_cancel(c->d, key, c->user->name, &e)) {
+        gx_portal_error_page(c, e.status >= 400 ? e.status : 500, "Cannot cancel", e.msg);
+        return;
+    }
+    gx_portal_buf u;
+    gx_portal_buf_init(&u);
+    gx_portal_putf(&u, "/ui/workloads/%U/%U", ns, name);
+    snprintf(to, sizeof to, "%s", u.p);
+    gx_portal_buf_free(&u);
+    gx_portal_redirect(c, to);
+}

@@ -1,0 +1,103 @@
+// End-to-end: the official `openai` npm client (a real client no one here wrote)
+// against the gpuaas gateway. The upstream is build/fake-openai, a small
+// OpenAI-compatible server of the project's own that streams tokens at a set pace
+// and reports usage: it stands in for vLLM because there is no GPU or model here.
+// Prints "ok NAME" / "FAIL NAME: why" lines (tests/integration/maas_e2e.sh counts them).
+import OpenAI from "openai";
+
+const { GW, KEY, LIMITED_KEY, ADMIN_TOKEN, UPSTREAM } = process.env;
+const client = new OpenAI({ baseURL: `${GW}/v1`, apiKey: KEY, maxRetries: 0, timeout: 20000 });
+let failed = 0;
+const ok = (n) => console.log(`ok ${n}`);
+const fail = (n, why) => { failed++; console.log(`FAIL ${n}: ${why}`); };
+const expect = (n, cond, why) => (cond ? ok(n) : fail(n, why));
+async function step(name, fn) {
+  try { await fn(); } catch (e) { fail(name, `${e.constructor.name}: ${e.message}`); }
+}
+const stats = async () => (await fetch(`${UPSTREAM}/stats`)).json();
+
+await step("list models", async () => {
+  const ids = [];
+  for await (const m of client.models.list()) ids.push(m.id);
+  expect("list models", ids.includes("fake-model"), `got ${JSON.stringify(ids)}`);
+});
+
+await step("plain chat completion with usage", async () => {
+  const r = await client.chat.completions.create({
+    model: "fake-model", messages: [{ role: "user", content: "hello from node" }], max_tokens: 4 });
+  expect("plain chat completion", r.choices[0].message.content === "tok0 tok1 tok2 tok3 ", JSON.stringify(r));
+  expect("plain chat completion usage", r.usage && r.usage.prompt_tokens === 3 && r.usage.completion_tokens === 4,
+         JSON.stringify(r.usage));
+});
+
+await step("streamed chat completion with usage", async () => {
+  const s = await client.chat.completions.create({
+    model: "fake-model", messages: [{ role: "user", content: "stream please" }], max_tokens: 5, stream: true,
+    stream_options: { include_usage: true } });
+  let text = "", usage = null, chunks = 0;
+  for await (const c of s) {
+    chunks++;
+    if (c.choices.length) text += c.choices[0].delta.content ?? "";
+    if (c.usage) usage = c.usage;
+  }
+  expect("streamed chat completion", text === "tok0 tok1 tok2 tok3 tok4 ", `text ${JSON.stringify(text)}`);
+  expect("streamed usage in the final chunk", usage && usage.completion_tokens === 5 && usage.prompt_tokens === 2,
+         JSON.stringify(usage));
+});
+
+await step("stream without include_usage", async () => {
+  const s = await client.chat.completions.create({
+    model: "fake-model", messages: [{ role: "user", content: "no usage asked" }], max_tokens: 3, stream: true });
+  let sawUsage = false, n = 0;
+  for await (const c of s) { n++; if (c.usage) sawUsage = true; }
+  expect("stream without include_usage shows no usage", !sawUsage && n === 3, `chunks ${n}, usage ${sawUsage}`);
+});
+
+await step("embeddings", async () => {
+  const r = await client.embeddings.create({ model: "fake-model", input: "one two", encoding_format: "float" });
+  expect("embeddings", r.data[0].embedding.length === 3 && r.usage.prompt_tokens === 2, JSON.stringify(r.usage));
+});
+
+await step("rate limit", async () => {
+  const lim = new OpenAI({ baseURL: `${GW}/v1`, apiKey: LIMITED_KEY, maxRetries: 0 });
+  const req = { model: "fake-model", messages: [{ role: "user", content: "hi" }], max_tokens: 1 };
+  await lim.chat.completions.create(req);
+  try {
+    await lim.chat.completions.create(req);
+    fail("429 reported as RateLimitError", "the second request was not limited");
+  } catch (e) {
+    expect("429 reported as RateLimitError", e instanceof OpenAI.RateLimitError && e.status === 429, `${e.constructor.name} ${e.status}`);
+    expect("429 type and code", e.type === "requests" && e.code === "rate_limit_exceeded", `${e.type} ${e.code}`);
+    const h = e.headers || {};
+    expect("429 headers", h["x-ratelimit-remaining-requests"] === "0" && Number(h["retry-after"]) > 0 &&
+           h["x-ratelimit-limit-requests"] === "1", JSON.stringify(h));
+  }
+});
+
+await step("client leaves mid-stream", async () => {
+  const before = (await stats()).cancelled;
+  const s = await client.chat.completions.create({
+    model: "fake-model", messages: [{ role: "user", content: "SLOW and long" }], max_tokens: 100, stream: true });
+  let n = 0;
+  for await (const c of s) { if (++n === 2) break; }   // breaking out aborts the request
+  let after = before;
+  for (let i = 0; i < 50 && after <= before; i++) {
+    await new Promise((r) => setTimeout(r, 100));
+    after = (await stats()).cancelled;
+  }
+  expect("disconnect mid-stream cancels the upstream", after > before, `cancelled ${before} -> ${after}`);
+});
+
+await step("revoked key", async () => {
+  const id = KEY.split("_")[1];
+  const r = await fetch(`${GW}/api/v1/keys/${id}`, { method: "DELETE", headers: { Authorization: `Bearer ${ADMIN_TOKEN}` } });
+  expect("revoke through the REST API", r.status === 200, `status ${r.status}`);
+  try {
+    await client.chat.completions.create({ model: "fake-model", messages: [{ role: "user", content: "hi" }] });
+    fail("revoked key refused", "the request succeeded");
+  } catch (e) {
+    expect("revoked key refused", e instanceof OpenAI.AuthenticationError && e.status === 401, `${e.constructor.name} ${e.status}`);
+  }
+});
+
+process.exit(failed ? 1 : 0);

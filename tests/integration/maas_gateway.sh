@@ -1,0 +1,239 @@
+#!/usr/bin/env bash
+# The OpenAI-compatible gateway (docs/gateway.md) against the real daemon and a real
+# upstream over loopback: build/fake-openai stands in for vLLM (no GPU or model here).
+# Covers keys (format, hashed, revoke on the next request, survive a restart), /v1/models
+# by tier (never limited), plain and streamed answers passed through, usage asked for
+# and hidden, usage from the last chunk, estimates, every error in OpenAI's envelope
+# (401 403 404 413 400 5xx), 429 with x-ratelimit-* and retry-after, retry on another
+# replica, 503 "starting", cancellation of the upstream when the client leaves, usage
+# records and /metrics, and 200 clients racing one tier's token budget.
+source "$(dirname "$0")/lib.sh"
+G=$GPUAAS_BIN
+FAKE=$(dirname "$GPUAAS_BIN")/fake-openai
+[[ -x "$FAKE" ]] || { fail "no $FAKE (make build/asan/fake-openai)"; finish; exit 1; }
+
+"$FAKE" --port-file "$TMP/up.port" --tokens 8 --token-ms 5 >"$TMP/fake.log" 2>&1 &
+FAKE_PID=$!
+for _ in $(seq 1 50); do [[ -s "$TMP/up.port" ]] && break; sleep 0.1; done
+UP=$(cat "$TMP/up.port")
+echo "s3cret-upstream-key" >"$TMP/upstream.key"
+"$FAKE" --port-file "$TMP/locked.port" --api-key s3cret-upstream-key >"$TMP/fake2.log" 2>&1 &
+FAKE2_PID=$!
+for _ in $(seq 1 50); do [[ -s "$TMP/locked.port" ]] && break; sleep 0.1; done
+LOCKED=$(cat "$TMP/locked.port")
+DEAD=$((UP == 65535 ? UP - 1 : UP + 1))   # nothing listens there (checked below)
+curl -s -m 1 "http://127.0.0.1:$DEAD/" >/dev/null 2>&1 && DEAD=9   # discard port: refused
+stats() { curl -s "http://127.0.0.1:$UP/stats" | jq -r "$1"; }
+
+export GPUAAS_GATEWAY_HEARTBEAT_MS=100   # so that the test sees heartbeats on a slow stream
+cfg=$(write_config gw "$ROOT/examples/demo/node.yaml" "$ROOT/examples/demo/queues.yaml")
+start_daemon "$cfg" || { fail "daemon start"; finish; exit 1; }
+
+cat >"$TMP/models.yaml" <<YAML
+apiVersion: gpuaas.dev/v1alpha1
+kind: Tier
+metadata: {name: free}
+spec:
+  limits: {requestsPerMinute: 3, tokensPerMinute: 100000}
+  maxKeyLifetime: 30d
+---
+apiVersion: gpuaas.dev/v1alpha1
+kind: Tier
+metadata: {name: gold}
+spec:
+  limits: {requestsPerMinute: 100000, tokensPerMinute: 10000000, tokensPerDay: 100000000, maxConcurrentRequests: 500}
+---
+apiVersion: gpuaas.dev/v1alpha1
+kind: Tier
+metadata: {name: tight}
+spec:
+  sharedLimits: {tokensPerDay: 2000}
+---
+apiVersion: gpuaas.dev/v1alpha1
+kind: Model
+metadata: {name: fake}
+spec:
+  servedNames: [fake-model, fake-alias]
+  tiers: [free, gold, tight]
+  url: http://127.0.0.1:$UP/v1
+---
+apiVersion: gpuaas.dev/v1alpha1
+kind: Model
+metadata: {name: private}
+spec: {servedNames: [private-model], tiers: [gold], url: "http://127.0.0.1:$UP", maxBodyBytes: 2048}
+---
+apiVersion: gpuaas.dev/v1alpha1
+kind: Model
+metadata: {name: two}
+spec: {servedNames: [two-model], tiers: [gold], urls: ["http://127.0.0.1:$DEAD", "http://127.0.0.1:$UP"]}
+---
+apiVersion: gpuaas.dev/v1alpha1
+kind: Model
+metadata: {name: locked}
+spec: {servedNames: [locked-model], tiers: [gold], url: "http://127.0.0.1:$LOCKED", apiKeyFile: "$TMP/upstream.key"}
+---
+apiVersion: gpuaas.dev/v1alpha1
+kind: Model
+metadata: {name: cold}
+spec: {servedNames: [cold-model], tiers: [gold], url: "http://127.0.0.1:$DEAD"}
+YAML
+check "apply Tiers and Models" "$G" apply -f "$TMP/models.yaml"
+bad=$(printf 'apiVersion: gpuaas.dev/v1alpha1\nkind: Model\nmetadata: {name: typo}\nspec: {tiers: [glod], url: "http://x"}\n')
+out=$(api POST /api/v1/apply --data-binary "$bad")
+expect_eq "a Model naming an unknown tier is refused" "$(status_of "$out")" 422
+expect_match "...saying which" "$(body_of "$out")" 'unknown Tier glod'
+
+# readiness: the probe finds the live servers
+for _ in $(seq 1 100); do
+  [[ $(api GET /api/v1/models/fake | sed '$d' | jq -r .state) == Ready && \
+     $(api GET /api/v1/models/two | sed '$d' | jq -r .readyReplicas) == 1 ]] && break; sleep 0.1; done
+expect_eq "url model becomes Ready" "$(api GET /api/v1/models/fake | sed '$d' | jq -r .state)" Ready
+expect_eq "gpuaas models lists it" "$("$G" models | awk '$1=="fake"{print $5}')" Ready
+
+FREE=$("$G" keys create laptop --tier free 2>/dev/null | awk '/^key:/{print $2}')
+GOLD=$(api POST /api/v1/keys -d '{"name":"ci","tier":"gold","expires":"1d"}' | sed '$d' | jq -r .key)
+TIGHT=$(api POST /api/v1/keys -d '{"name":"race","tier":"tight"}' | sed '$d' | jq -r .key)
+expect_match "key format gpa_<id>_<secret>" "$FREE" '^gpa_[0-9a-f]{12}_[A-Za-z0-9]{32}$'
+check "the key is not stored in clear" bash -c "! grep -qa '${GOLD##*_}' $TMP/data/gpuaas.db*"
+expect_eq "a key longer than the tier allows is refused" \
+  "$(status_of "$(api POST /api/v1/keys -d '{"name":"x","tier":"free","expires":"90d"}')")" 422
+expect_eq "keys ls shows them" "$("$G" keys ls -o json | jq '.items | length')" 3
+
+
+v1() {  # v1 KEY PATH [curl args]: body then status
+  local k=$1 p=$2; shift 2
+  curl -s -H "Authorization: Bearer $k" -H 'Content-Type: application/json' -w '\n%{http_code}' "$@" "$GPUAAS_SERVER/v1/$p"
+}
+chat() { printf '{"model":"%s","messages":[{"role":"user","content":"%s"}],"max_tokens":%s%s}' "$1" "$2" "${3:-4}" "${4:-}"; }
+
+out=$(v1 "$GOLD" models)
+expect_eq "/v1/models for gold" "$(body_of "$out" | jq -r '[.data[].id] | sort | join(",")')" "cold-model,fake-alias,fake-model,locked-model,private-model,two-model"
+for _ in $(seq 1 100); do [[ $(api GET /api/v1/models/locked | sed '$d' | jq -r .state) == Ready ]] && break; sleep 0.1; done
+out=$(v1 "$GOLD" chat/completions -d "$(chat locked-model 'hi' 2)")
+expect_eq "an upstream that needs its own API key (spec.apiKeyFile)" "$(status_of "$out")" 200
+check "...the upstream's key is not in the database" bash -c "! grep -qa s3cret-upstream-key $TMP/data/gpuaas.db*"
+SHORT=$(api POST /api/v1/keys -d '{"name":"short","tier":"gold","expires":"1500ms"}' | sed '$d' | jq -r .key)
+expect_eq "a key works until it expires" "$(status_of "$(v1 "$SHORT" models)")" 200
+check "...and is refused from the next request after (bounded poll)" bash -c "for i in \$(seq 1 50); do
+  [[ \$(curl -s -H 'Authorization: Bearer $SHORT' $GPUAAS_SERVER/v1/models | jq -r .error.message) == 'this API key has expired' ]] && exit 0; sleep 0.1; done; exit 1"
+expect_eq "/v1/models for free (tier filter)" "$(v1 "$FREE" models | sed '$d' | jq -r '[.data[].id] | sort | join(",")')" "fake-alias,fake-model"
+
+hdr=$TMP/h.txt
+out=$(v1 "$GOLD" chat/completions -D "$hdr" -d "$(chat fake-model 'hello there' 5)")
+expect_eq "plain chat completion" "$(status_of "$out")" 200
+expect_eq "...body passed through" "$(body_of "$out" | jq -r '.choices[0].message.content')" "tok0 tok1 tok2 tok3 tok4 "
+expect_eq "...usage passed through" "$(body_of "$out" | jq -c .usage)" '{"prompt_tokens":2,"completion_tokens":5,"total_tokens":7}'
+check "...x-ratelimit headers on success" grep -qi '^x-ratelimit-remaining-tokens: [0-9]' "$hdr"
+out=$(v1 "$GOLD" completions -d '{"model":"fake-alias","prompt":"say it","max_tokens":2}')
+expect_eq "completions by alias" "$(body_of "$out" | jq -r '.choices[0].text')" "tok0 tok1 "
+out=$(v1 "$GOLD" embeddings -d '{"model":"fake-model","input":"one two three"}')
+expect_eq "embeddings" "$(body_of "$out" | jq -r '.usage.prompt_tokens')" 3
+
+s=$(v1 "$GOLD" chat/completions -N -d "$(chat fake-model 'stream me' 3 ',"stream":true')")
+expect_eq "stream ends with [DONE]" "$(grep -c '^data: \[DONE\]' <<<"$s")" 1
+expect_eq "...3 content chunks" "$(grep -c '"content":"tok' <<<"$s")" 3
+expect_eq "...usage was asked of the upstream" "$(stats .lastIncludeUsage)" 1
+expect_eq "...but not shown to a client that did not ask" "$(grep -c '"usage":{' <<<"$s")" 0
+s=$(v1 "$GOLD" chat/completions -N -d "$(chat fake-model 'stream me' 3 ',"stream":true,"stream_options":{"include_usage":true}')")
+expect_eq "stream with include_usage gets the usage chunk" "$(grep '"choices":\[\]' <<<"$s" | grep -c '"completion_tokens":3')" 1
+s=$(v1 "$GOLD" chat/completions -N -d "$(chat fake-model 'USAGEINLAST here' 4 ',"stream":true')")
+expect_eq "usage riding on the last content chunk is hidden" "$(grep -c '"usage":{' <<<"$s")" 0
+expect_eq "...and that chunk still delivered" "$(grep -c '"content":"tok3 "' <<<"$s")" 1
+s=$(v1 "$GOLD" chat/completions -N -d "$(chat fake-model 'WAIT for the first token' 3 ',"stream":true')")
+check "a stream idle during a long prefill gets SSE heartbeats" grep -q '^: keep-alive' <<<"$s"
+expect_eq "...then all its chunks" "$(grep -c '"content":"tok' <<<"$s")" 3
+# back-pressure: a slow reader of a fast stream (~700 KB, more than the 256 KiB the
+# gateway holds before pausing the upstream) still gets every chunk, in order
+s=$(curl -s -N --limit-rate 400k -H "Authorization: Bearer $GOLD" -d "$(chat fake-model 'FAST flood' 3000 ',"stream":true')" \
+    "$GPUAAS_SERVER/v1/chat/completions")
+expect_eq "a slow reader gets every chunk of a fast stream" "$(grep -c '"content":"tok' <<<"$s") $(grep -c '"content":"tok2999 "' <<<"$s") $(tail -c 20 <<<"$s" | grep -c DONE)" "3000 1 1"
+check "...because the upstream was paused meanwhile" bash -c "curl -s $GPUAAS_SERVER/metrics | grep -q '^gpuaas_gateway_upstream_pauses_total [1-9]'"
+s=$(v1 "$GOLD" chat/completions -N -d "$(chat private-model 'NOUSAGE please' 4 ',"stream":true')")
+expect_eq "a stream without usage completes" "$(grep -c '^data: \[DONE\]' <<<"$s")" 1
+
+# errors, all in OpenAI's envelope
+out=$(v1 gpa_000000000000_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA chat/completions -d "$(chat fake-model hi)")
+expect_eq "bad key 401" "$(status_of "$out")" 401
+expect_eq "...envelope" "$(body_of "$out" | jq -r '[.error.type,.error.code,(.error|has("param"))]|join(",")')" "invalid_request_error,invalid_api_key,true"
+out=$(v1 "$GOLD" chat/completions -d "$(chat nope hi)")
+expect_eq "unknown model 404 model_not_found" "$(status_of "$out") $(body_of "$out" | jq -r .error.code)" "404 model_not_found"
+out=$(v1 "$FREE" chat/completions -d "$(chat private-model hi)")
+expect_eq "model not in tier 403" "$(status_of "$out")" 403
+big=$(head -c 3000 /dev/zero | tr '\0' a)
+out=$(v1 "$GOLD" chat/completions -d "$(chat private-model "$big")")
+expect_eq "body over the model's limit 413" "$(status_of "$out") $(body_of "$out" | jq -r .error.type)" "413 invalid_request_error"
+out=$(v1 "$GOLD" chat/completions -d '{"messages":[]}')
+expect_eq "no model 400" "$(status_of "$out")" 400
+out=$(v1 "$GOLD" chat/completions -d "$(chat fake-model 'FAIL500 now')")
+expect_eq "upstream 500 passed on" "$(status_of "$out")" 500
+expect_eq "...in OpenAI's envelope (vLLM's old format wrapped)" "$(body_of "$out" | jq -r .error.message)" "fake failure"
+out=$(v1 "$GOLD" chat/completions -d "$(chat cold-model hi)")
+expect_eq "model not ready: 503" "$(status_of "$out") $(body_of "$out" | jq -r .error.code)" "503 model_starting"
+expect_match "...saying it is starting" "$(body_of "$out" | jq -r .error.message)" 'starting'
+codes=""; for _ in 1 2 3 4; do codes+="$(status_of "$(v1 "$GOLD" chat/completions -d "$(chat two-model hi)")") "; done
+expect_eq "retry on the other replica when one refuses connections" "$codes" "200 200 200 200 "
+
+# 429: free allows 3 requests a minute
+for _ in 1 2 3; do v1 "$FREE" chat/completions -d "$(chat fake-model hi)" >/dev/null; done
+out=$(v1 "$FREE" chat/completions -D "$hdr" -d "$(chat fake-model hi)")
+expect_eq "4th request in a minute: 429" "$(status_of "$out")" 429
+expect_eq "...type requests, code rate_limit_exceeded" "$(body_of "$out" | jq -r '.error.type+" "+.error.code')" "requests rate_limit_exceeded"
+check "...retry-after" grep -qi '^retry-after: [0-9]' "$hdr"
+check "...x-ratelimit-remaining-requests: 0" grep -qi '^x-ratelimit-remaining-requests: 0' "$hdr"
+check "...x-ratelimit-reset-requests" grep -qi '^x-ratelimit-reset-requests: [0-9]' "$hdr"
+expect_eq "/v1/models is never limited" "$(status_of "$(v1 "$FREE" models)")" 200
+
+# the client leaves mid-stream: the upstream request is cancelled
+before=$(stats .cancelled)
+curl -s -N -m 0.6 -H "Authorization: Bearer $GOLD" -d "$(chat fake-model 'SLOW please' 50 ',"stream":true')" \
+  "$GPUAAS_SERVER/v1/chat/completions" >/dev/null 2>&1
+for _ in $(seq 1 50); do (( $(stats .cancelled) > before )) && break; sleep 0.1; done
+expect_eq "client gone: upstream cancelled" "$(( $(stats .cancelled) > before ))" 1
+
+# 200 clients race one tier's token budget (2000 tokens a day, shared by the tier)
+: >"$TMP/race.cfg"
+for i in $(seq 1 200); do
+  { echo "url = \"$GPUAAS_SERVER/v1/chat/completions\""; echo "header = \"Authorization: Bearer $TIGHT\""
+    echo "data = \"$(chat fake-model "race $i" 20 | sed 's/"/\\"/g')\""; echo 'write-out = "%{http_code}\n"'
+    echo 'output = "/dev/null"'; ((i < 200)) && echo next; } >>"$TMP/race.cfg"
+done
+res=$(curl -s --no-progress-meter --parallel --parallel-immediate --parallel-max 200 -K "$TMP/race.cfg")
+ok200=$(grep -c '^200$' <<<"$res"); n429=$(grep -c '^429$' <<<"$res")
+expect_eq "race: every client answered (200 or 429)" "$((ok200 + n429))" 200
+check "race: some admitted, some refused" test "$ok200" -gt 0 -a "$n429" -gt 0
+tot=$(api GET '/api/v1/usage?group_by=tier' | sed '$d' | jq '[.items[] | select(.group=="tight") | .totalTokens] | add')
+check "race: tokens charged ($tot) never overshoot the budget of 2000" test "${tot:-99999}" -le 2000
+echo "  race: $ok200 admitted, $n429 refused, $tot tokens charged of 2000"
+
+# usage and metrics
+u=$(api GET '/api/v1/usage?group_by=model&since=1h' | sed '$d')
+check "usage by model" jq -e '.items[] | select(.group=="fake" and .totalTokens > 0)' <<<"$u"
+check "usage marks estimates (no usage reported)" jq -e '.items[] | select(.group=="private" and .estimatedRequests >= 1)' <<<"$u"
+check "usage records a cancelled stream as 499" sqlite3 "$TMP/data/gpuaas.db" "select 1 from usage where status=499 limit 1" 
+check "gpuaas usage (CLI)" bash -c "'$G' usage --group-by user | grep -q admin"
+m=$(curl -s "$GPUAAS_SERVER/metrics")
+for name in 'authorized_calls{model="fake",tier="gold"}' 'limited_calls{model="fake",tier="free"}' 'authorized_hits{model="fake",tier="gold"}' \
+            'gen_ai_client_token_usage_bucket{' 'gen_ai_server_time_to_first_token_seconds_bucket{' 'gen_ai_server_request_duration_seconds_count{'; do
+  check "metric $name" grep -qF "$name" <<<"$m"
+done
+
+# revocation takes effect on the very next request
+id=$(cut -d_ -f2 <<<"$FREE")
+check "keys revoke (CLI)" "$G" keys revoke "$id"
+out=$(v1 "$FREE" models)
+expect_eq "revoked key refused at once" "$(status_of "$out") $(body_of "$out" | jq -r .error.message)" "401 this API key has been revoked"
+EVE=$("$G" users create eve --namespaces team-a -o json | jq -r .token)
+expect_eq "a user cannot revoke another's key" "$(status_of "$(TOKEN=$EVE api DELETE "/api/v1/keys/$(cut -d_ -f2 <<<"$GOLD")")")" 404
+EVEKEY=$(TOKEN=$EVE api POST /api/v1/keys -d '{"name":"e","tier":"free"}' | sed '$d' | jq -r .key)
+expect_eq "a user creates a key for themself" "$(TOKEN=$EVE api GET /api/v1/keys | sed '$d' | jq -r '[.items[].user]|unique|join(",")')" eve
+"$G" users delete eve >/dev/null
+expect_eq "a deleted user's keys stop working at once" "$(status_of "$(v1 "$EVEKEY" models)")" 401
+
+# keys and limits survive a restart; revoked stays revoked
+stop_daemon
+start_daemon "$cfg" || { fail "restart"; finish; exit 1; }
+for _ in $(seq 1 100); do [[ $(api GET /api/v1/models/fake | sed '$d' | jq -r .state) == Ready ]] && break; sleep 0.1; done
+expect_eq "gold key works after a restart" "$(status_of "$(v1 "$GOLD" chat/completions -d "$(chat fake-model hi)")")" 200
+expect_eq "revoked key still refused after a restart" "$(status_of "$(v1 "$FREE" models)")" 401
+kill "$FAKE_PID" "$FAKE2_PID" 2>/dev/null
+finish

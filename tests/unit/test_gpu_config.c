@@ -1,0 +1,101 @@
+/* Unit tests for the GPU settings of gpuaas.yaml (api/config.c: inventory.source,
+ * devicePlugin, migConfig, mpsRoot, placementPolicy): files are read and checked at
+ * load, and every mistake names the file, line and field. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "api/config.h"
+
+static char dir[] = "/tmp/gpuaas-cfg.XXXXXX";
+
+static void put(const char *name, const char *text)
+{
+    char p[256];
+    snprintf(p, sizeof p, "%s/%s", dir, name);
+    FILE *f = fopen(p, "w");
+    cr_assert(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+static int load(const char *inventory, gx_config *c, gx_err *e)
+{
+    char text[2048], p[256];
+    snprintf(text, sizeof text, "apiVersion: gpuaas.dev/v1alpha1\nkind: ServerConfig\ninventory:\n%s", inventory);
+    put("gpuaas.yaml", text);
+    snprintf(p, sizeof p, "%s/gpuaas.yaml", dir);
+    gx_config_defaults(c);
+    gx_err_clear(e);
+    return gx_config_load(c, p, e);
+}
+
+static void setup(void)
+{
+    cr_assert(mkdtemp(dir));
+    put("node.yaml", "apiVersion: gpuaas.dev/v1alpha1\nkind: Node\nmetadata: {name: n}\nspec:\n  gpus: [{model: L4}]\n");
+    put("ts.yaml", "version: v1\nsharing:\n  timeSlicing:\n    resources: [{name: nvidia.com/gpu, replicas: 4}]\n");
+    put("bad.yaml", "version: v1\nsharing:\n  timeSlicing:\n    resources:\n    - name: nvidia.com/gpu\n      replicas: 0\n");
+    put("parted.yaml", "version: v1\nmig-configs:\n  all-disabled:\n  - {devices: all, mig-enabled: false}\n");
+}
+
+static void teardown(void)
+{
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    cr_assert_eq(system(cmd), 0);
+}
+
+TestSuite(gpu_config, .init = setup, .fini = teardown);
+
+Test(gpu_config, sharing_files_are_read)
+{
+    gx_config c;
+    gx_err e;
+    cr_assert_eq(load("  source: auto\n  nodes: node.yaml\n  nvmlLibrary: lib/libnvidia-ml.so.1\n"
+                      "  devicePlugin: {default: ts, configs: {ts: ts.yaml}}\n"
+                      "  migConfig: {file: parted.yaml, default: all-disabled}\n  placementPolicy: fgd\n"
+                      "  mpsRoot: /run/mps\n", &c, &e), 0, "%s", e.msg);
+    cr_assert_str_eq(c.inventory, "auto");
+    cr_assert(strstr(c.nvml_library, "/lib/libnvidia-ml.so.1"), "relative to the file: %s", c.nvml_library);
+    cr_assert(json_object_get(c.device_plugin, "ts"));
+    cr_assert_str_eq(c.device_plugin_default, "ts");
+    cr_assert(json_object_get(c.mig_parted, "mig-configs"));
+    cr_assert_str_eq(c.mig_default, "all-disabled");
+    cr_assert_str_eq(c.placement_policy, "fgd");
+    cr_assert_str_eq(c.mps_root, "/run/mps");
+    gx_config_free(&c);
+    cr_assert_eq(load("  nodes: node.yaml\n  devicePlugin: ts.yaml\n", &c, &e), 0, "%s", e.msg);
+    cr_assert_str_eq(c.device_plugin_default, "default", "a single file is every node's default");
+    cr_assert_str_eq(c.placement_policy, "best-fit");
+    gx_config_free(&c);
+}
+
+Test(gpu_config, mistakes_are_named)
+{
+    gx_config c;
+    gx_err e;
+    cr_assert_eq(load("  source: gpu\n", &c, &e), -1);
+    cr_assert(strstr(e.msg, "simulated, nvml or auto"), "%s", e.msg);
+    gx_config_free(&c);
+    cr_assert_eq(load("  devicePlugin: bad.yaml\n", &c, &e), -1);
+    cr_assert(strstr(e.msg, "bad.yaml:6: sharing.timeSlicing.resources[0].replicas: replicas must be at least 1"),
+              "%s", e.msg);
+    gx_config_free(&c);
+    cr_assert_eq(load("  devicePlugin: {default: nope, configs: {ts: ts.yaml}}\n", &c, &e), -1);
+    cr_assert_str_eq(e.field, "inventory.devicePlugin.default");
+    gx_config_free(&c);
+    cr_assert_eq(load("  migConfig: {file: parted.yaml, default: all-7g}\n", &c, &e), -1);
+    cr_assert(strstr(e.msg, "no config named all-7g"), "%s", e.msg);
+    gx_config_free(&c);
+    cr_assert_eq(load("  placementPolicy: magic\n", &c, &e), -1);
+    cr_assert(strstr(e.msg, "best-fit"), "%s", e.msg);
+    gx_config_free(&c);
+    cr_assert_eq(load("  migconfig: parted.yaml\n", &c, &e), -1);
+    cr_assert_str_eq(e.field, "inventory.migconfig");
+    gx_config_free(&c);
+    cr_assert_eq(load("  devicePlugin: missing.yaml\n", &c, &e), -1);
+    cr_assert(strstr(e.msg, "missing.yaml"), "%s", e.msg);
+    gx_config_free(&c);
+}

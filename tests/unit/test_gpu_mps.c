@@ -1,0 +1,161 @@
+/* Unit tests for gpu/mps and gpu/podenv: MPS control daemons per GPU and the pod
+ * environment for MPS and fractional devices. The real nvidia-cuda-mps-control needs an
+ * NVIDIA driver, so a fake of the same name (tests/fakes/nvml/nvidia-cuda-mps-control,
+ * a script recording the commands it receives) is put first on PATH. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "gpu/mps.h"
+#include "gpu/podenv.h"
+#include "lib/yaml.h"
+
+static json_t *Y(const char *y)
+{
+    gx_yaml_docs d;
+    gx_err e;
+    gx_err_clear(&e);
+    cr_assert_eq(gx_yaml_parse(y, strlen(y), &d, &e), 0, "%s", e.msg);
+    json_t *j = json_incref(d.docs[0]);
+    gx_yaml_docs_free(&d);
+    return j;
+}
+
+static gx_gpu_inv *inventory(void)
+{
+    json_t *nodes = json_array();
+    json_array_append_new(nodes, Y("kind: Node\nmetadata:\n  name: m\n  labels: {nvidia.com/device-plugin.config: mps}\n"
+                                   "spec:\n  gpus:\n  - {model: H100-80GB, memory: 80Gi, uuid: GPU-aaaa}\n"
+                                   "  - {model: H100-80GB, memory: 80Gi, uuid: GPU-bbbb, sharing: fractional}\n"
+                                   "  - {model: L4, memory: 22Gi, uuid: GPU-cccc}\n"));
+    json_t *dp = json_object();
+    json_object_set_new(dp, "mps", Y("version: v1\nsharing:\n  mps:\n    resources:\n"
+                                     "    - {name: nvidia.com/gpu, replicas: 4, devices: [0]}\n"));
+    gx_gpu_config cfg = {"simulated", NULL, nodes, dp, "", NULL, ""};
+    gx_err e;
+    gx_err_clear(&e);
+    gx_gpu_inv *inv = gx_gpu_inventory_open(&cfg, &e);
+    cr_assert(inv, "%s", e.msg);
+    json_decref(nodes);
+    json_decref(dp);
+    return inv;
+}
+
+static char *slurp(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    if (!f) return strdup("");
+    static char buf[8192];
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    buf[n] = 0;
+    fclose(f);
+    return strdup(buf);
+}
+
+static void fake_on_path(void)
+{
+    char cwd[1024], path[4096];
+    cr_assert(getcwd(cwd, sizeof cwd));
+    snprintf(path, sizeof path, "%s/tests/fakes/nvml:%s", cwd, getenv("PATH"));
+    setenv("PATH", path, 1);
+}
+
+static int has(char **v, const char *kv)
+{
+    for (int i = 0; v && v[i]; i++)
+        if (!strcmp(v[i], kv)) return 1;
+    return 0;
+}
+
+static void free_vec(char **v)
+{
+    for (int i = 0; v && v[i]; i++) free(v[i]);
+    free(v);
+}
+
+Test(gpu_mps, daemons_limits_env_and_stop)
+{
+    fake_on_path();
+    char root[] = "/tmp/gpuaas-mps.XXXXXX";
+    cr_assert(mkdtemp(root));
+    gx_gpu_inv *inv = inventory();
+    char *msgs = NULL;
+    size_t ml = 0;
+    FILE *log = open_memstream(&msgs, &ml);
+    gx_gpu_mps *m = gx_gpu_mps_start(inv, root, log);
+    fflush(log);
+    cr_assert_str_eq(gx_gpu_mps_state(m, "GPU-aaaa"), "running", "%s", msgs);
+    cr_assert_str_eq(gx_gpu_mps_state(m, "GPU-bbbb"), "running", "%s", msgs);
+    cr_assert_null(gx_gpu_mps_state(m, "GPU-cccc"), "an exclusive GPU gets no MPS daemon");
+    char p[1200];
+    snprintf(p, sizeof p, "%s/GPU-aaaa/log/control.log", root);
+    char *cl = slurp(p);
+    cr_assert(strstr(cl, "started CUDA_VISIBLE_DEVICES=GPU-aaaa"), "%s", cl);
+    cr_assert(strstr(cl, "set_default_active_thread_percentage 25"), "%s", cl);
+    cr_assert(strstr(cl, "set_default_device_pinned_mem_limit 0 20480M"), "%s", cl);
+    free(cl);
+
+    char **v = gx_gpu_podenv(inv, m, "GPU-aaaa", NULL);
+    char want[1200];
+    snprintf(want, sizeof want, "CUDA_MPS_PIPE_DIRECTORY=%s/GPU-aaaa/pipe", root);
+    cr_assert(has(v, want), "%s", want);
+    cr_assert(has(v, "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=25"));
+    cr_assert(has(v, "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT=0=20480M"));
+    cr_assert(has(v, "GPUAAS_GPU_SHARING=mps"));
+    free_vec(v);
+    json_t *devs = json_pack("[{s:s,s:i,s:i}]", "uuid", "GPU-bbbb", "cores", 30, "memoryMiB", 8192);
+    v = gx_gpu_podenv(inv, m, "GPU-bbbb", devs);
+    cr_assert(has(v, "CUDA_DEVICE_MEMORY_LIMIT_0=8192m"));
+    cr_assert(has(v, "CUDA_DEVICE_SM_LIMIT=30"));
+    cr_assert(has(v, "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=30"));
+    cr_assert(has(v, "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT=0=8192M"));
+    free_vec(v);
+    json_decref(devs);
+    v = gx_gpu_podenv(inv, m, "GPU-cccc", NULL);
+    cr_assert(has(v, "GPUAAS_GPU_SHARING=exclusive"));
+    cr_assert_not(has(v, "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=100"));
+    free_vec(v);
+
+    /* a second start finds the daemons running and adopts them */
+    gx_gpu_mps *again = gx_gpu_mps_start(inv, root, log);
+    cr_assert_str_eq(gx_gpu_mps_state(again, "GPU-aaaa"), "adopted");
+    const char *busy[] = {"GPU-bbbb"};
+    gx_gpu_mps_stop(again, busy, 1, log);
+    fclose(log);
+    cr_assert(strstr(msgs, "GPU-bbbb left running"), "%s", msgs);
+    cl = slurp(p);
+    cr_assert(strstr(cl, "quit"), "%s", cl);
+    free(cl);
+    snprintf(p, sizeof p, "%s/GPU-bbbb/pipe/control", root);
+    cr_assert_eq(access(p, F_OK), 0, "the busy GPU keeps its daemon");
+    FILE *quiet = fopen("/dev/null", "w");   /* `again` already quit GPU-aaaa's daemon */
+    gx_gpu_mps_stop(m, NULL, 0, quiet);
+    fclose(quiet);
+    cr_assert_neq(access(p, F_OK), 0);
+    free(msgs);
+    gx_gpu_inventory_free(inv);
+    char cmd[1200];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", root);
+    cr_assert_eq(system(cmd), 0);
+}
+
+Test(gpu_mps, missing_binary_is_said_at_start)
+{
+    setenv("PATH", "/nonexistent", 1);
+    gx_gpu_inv *inv = inventory();
+    char *msgs = NULL;
+    size_t ml = 0;
+    FILE *log = open_memstream(&msgs, &ml);
+    gx_gpu_mps *m = gx_gpu_mps_start(inv, "/tmp/gpuaas-mps-never", log);
+    fclose(log);
+    cr_assert(strstr(msgs, "GPU 0 (GPU-aaaa) is mps but nvidia-cuda-mps-control is not on PATH"), "%s", msgs);
+    cr_assert(strstr(msgs, "GPU 1 (GPU-bbbb) is fractional"), "%s", msgs);
+    cr_assert_str_eq(gx_gpu_mps_state(m, "GPU-aaaa"), "no nvidia-cuda-mps-control");
+    char **v = gx_gpu_podenv(inv, m, "GPU-aaaa", NULL);
+    cr_assert_not(has(v, "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=25"), "no daemon, no MPS variables");
+    free_vec(v);
+    gx_gpu_mps_stop(m, NULL, 0, stderr);
+    free(msgs);
+    gx_gpu_inventory_free(inv);
+}

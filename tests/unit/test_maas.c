@@ -1,0 +1,237 @@
+/* Unit tests of the gateway's pure parts (src/maas): tier parsing, admission by
+ * reservation on a virtual clock (independent request and token windows, key and tier
+ * budgets, concurrency, settlement, window roll-over), OpenAI's reset format, the SSE
+ * splitter and usage extraction (events cut anywhere, usage-only chunk hidden, usage
+ * riding on the last content chunk), usage of plain answers, estimates, Model checks. */
+#include <criterion/criterion.h>
+#include <string.h>
+#include "maas/maas_int.h"
+
+static gx_maas_tier tier_of(const char *yaml_json)
+{
+    gx_maas_tier t;
+    memset(&t, 0, sizeof t);
+    snprintf(t.name, sizeof t.name, "t");
+    json_t *doc = json_loads(yaml_json, 0, NULL);
+    cr_assert(doc, "bad test JSON");
+    gx_err e;
+    gx_err_clear(&e);
+    cr_assert_eq(gx_maas_tier_parse(doc, &t, &e), 0, "%s", e.msg);
+    json_decref(doc);
+    return t;
+}
+
+Test(maas_limits, durations)
+{
+    cr_assert_eq(gx_maas_duration("30s"), 30000);
+    cr_assert_eq(gx_maas_duration("5m"), 300000);
+    cr_assert_eq(gx_maas_duration("2h"), 7200000);
+    cr_assert_eq(gx_maas_duration("7d"), 604800000);
+    cr_assert_eq(gx_maas_duration("7"), -1);
+    cr_assert_eq(gx_maas_duration("-1d"), -1);
+    cr_assert_eq(gx_maas_duration("1w"), -1);
+    char b[32];
+    gx_maas_fmt_reset(20, b, sizeof b);
+    cr_assert_str_eq(b, "20ms");
+    gx_maas_fmt_reset(1000, b, sizeof b);
+    cr_assert_str_eq(b, "1s");
+    gx_maas_fmt_reset(360000, b, sizeof b);
+    cr_assert_str_eq(b, "6m0s");
+}
+
+Test(maas_limits, tier_errors)
+{
+    const char *bad[] = {
+        "{\"spec\":{\"limits\":{\"tokensPerWeek\":5}}}",
+        "{\"spec\":{\"limits\":{\"tokensPerMinute\":\"5\"}}}",
+        "{\"spec\":{\"limits\":{\"tokens\":[{\"limit\":5,\"window\":\"1w\"}]}}}",
+        "{\"spec\":{\"maxKeyLifetime\":\"forever\"}}",
+        "{\"spec\":{\"limits\":{\"requestsPerMinute\":1,\"requests\":[{\"limit\":1,\"window\":\"1s\"},{\"limit\":1,\"window\":\"2s\"},"
+        "{\"limit\":1,\"window\":\"3s\"},{\"limit\":1,\"window\":\"4s\"}]}}}",
+        NULL};
+    for (int i = 0; bad[i]; i++) {
+        json_t *doc = json_loads(bad[i], 0, NULL);
+        gx_err e;
+        gx_err_clear(&e);
+        cr_assert_eq(gx_maas_tier_parse(doc, NULL, &e), -1, "accepted %s", bad[i]);
+        cr_assert(e.field[0], "no field for %s", bad[i]);
+        json_decref(doc);
+    }
+}
+
+Test(maas_limits, requests_and_tokens_are_independent)
+{
+    gx_maas_tier t = tier_of("{\"spec\":{\"limits\":{\"requestsPerMinute\":3,\"tokensPerMinute\":100}}}");
+    gx_maas_bucket k;
+    memset(&k, 0, sizeof k);
+    gx_maas_verdict v;
+    int64_t now = 600000; /* the start of a minute */
+    cr_assert_eq(gx_maas_admit(&t, &k, 10, now, &v), 0);
+    cr_assert_eq(v.lim_req, 3);
+    cr_assert_eq(v.rem_req, 2);
+    cr_assert_eq(v.rem_tok, 90);
+    gx_maas_settle(&t, &k, 10, 4, 0, now + 10);
+    cr_assert_eq(k.tok_reserved, 0);
+    cr_assert_eq(k.tok_used[0], 4);
+    cr_assert_eq(gx_maas_admit(&t, &k, 96, now + 20, &v), 0);   /* 4 + 96 = 100: fits exactly */
+    cr_assert_eq(gx_maas_admit(&t, &k, 1, now + 30, &v), -1);   /* tokens: one more does not */
+    cr_assert_eq(v.result, GX_MAAS_LIM_TOKENS);
+    gx_maas_settle(&t, &k, 96, 0, 1, now + 40);                 /* upstream failed: all back */
+    cr_assert_eq(gx_maas_admit(&t, &k, 1, now + 45, &v), 0);    /* request 2 of 3 (the failed one refunded) */
+    cr_assert_eq(gx_maas_admit(&t, &k, 1, now + 50, &v), 0);    /* request 3 of 3 */
+    cr_assert_eq(gx_maas_admit(&t, &k, 1, now + 60, &v), -1);   /* the 4th: requests */
+    cr_assert_eq(v.result, GX_MAAS_LIM_REQUESTS);
+    cr_assert_eq(v.retry_ms, 60000 - 60);
+    cr_assert_eq(gx_maas_admit(&t, &k, 1, now + 60000, &v), 0); /* next minute */
+}
+
+Test(maas_limits, reservations_never_overshoot)
+{
+    /* 1,000 requests race a shared budget of 1,000 tokens; each may use up to 30 */
+    gx_maas_tier t = tier_of("{\"spec\":{\"sharedLimits\":{\"tokensPerDay\":1000}}}");
+    gx_maas_bucket keys[10];
+    memset(keys, 0, sizeof keys);
+    int admitted = 0;
+    int64_t charged = 0;
+    gx_maas_verdict v;
+    for (int i = 0; i < 1000; i++)
+        if (!gx_maas_admit(&t, &keys[i % 10], 30, 1000, &v)) admitted++;
+    cr_assert_eq(admitted, 33); /* 33 * 30 = 990 <= 1000 */
+    for (int i = 0; i < admitted; i++) {
+        gx_maas_settle(&t, &keys[i % 10], 30, 30, 0, 2000);
+        charged += 30;
+    }
+    cr_assert_leq(charged, 1000);
+    cr_assert_eq(t.bucket.tok_reserved, 0);
+    cr_assert_eq(gx_maas_admit(&t, &keys[0], 10, 3000, &v), 0); /* the 10 left */
+    cr_assert_eq(gx_maas_admit(&t, &keys[0], 1, 3000, &v), -1);
+}
+
+Test(maas_limits, concurrency_and_too_big)
+{
+    gx_maas_tier t = tier_of("{\"spec\":{\"limits\":{\"maxConcurrentRequests\":2,\"tokensPerHour\":50}}}");
+    gx_maas_bucket k;
+    memset(&k, 0, sizeof k);
+    gx_maas_verdict v;
+    cr_assert_eq(gx_maas_admit(&t, &k, 1, 0, &v), 0);
+    cr_assert_eq(gx_maas_admit(&t, &k, 1, 0, &v), 0);
+    cr_assert_eq(gx_maas_admit(&t, &k, 1, 0, &v), -1);
+    cr_assert_eq(v.result, GX_MAAS_LIM_CONCURRENCY);
+    gx_maas_settle(&t, &k, 1, 1, 0, 1);
+    cr_assert_eq(gx_maas_admit(&t, &k, 51, 2, &v), -1);
+    cr_assert_eq(v.result, GX_MAAS_LIM_TOO_BIG);
+}
+
+Test(maas_limits, reservation_survives_window_rollover)
+{
+    gx_maas_tier t = tier_of("{\"spec\":{\"limits\":{\"tokensPerMinute\":100}}}");
+    gx_maas_bucket k;
+    memset(&k, 0, sizeof k);
+    gx_maas_verdict v;
+    cr_assert_eq(gx_maas_admit(&t, &k, 100, 59000, &v), 0);  /* in flight across the boundary */
+    cr_assert_eq(gx_maas_admit(&t, &k, 1, 61000, &v), -1);   /* still reserved in the new window */
+    gx_maas_settle(&t, &k, 100, 20, 0, 62000);
+    cr_assert_eq(gx_maas_admit(&t, &k, 80, 63000, &v), 0);
+}
+
+static char *feed_all(gx_maas_sse *s, const char *text, size_t cut)
+{
+    gx_maas_buf out = {0};
+    size_t n = strlen(text);
+    for (size_t i = 0; i < n; i += cut) gx_maas_sse_feed(s, text + i, n - i < cut ? n - i : cut, &out, 0);
+    gx_maas_sse_feed(s, "", 0, &out, 1);
+    gx_maas_buf_add(&out, "", 1);
+    char *r = strdup(out.p);
+    gx_maas_buf_free(&out);
+    return r;
+}
+
+static const char *stream_text =
+    "data: {\"choices\":[{\"delta\":{\"content\":\"a\"}}],\"usage\":null}\n\n"
+    "data: {\"choices\":[{\"delta\":{\"content\":\"b\"}}],\"usage\":null}\r\n\r\n"
+    "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":7,\"completion_tokens\":2,\"total_tokens\":9}}\n\n"
+    "data: [DONE]\n\n";
+
+Test(maas_sse, usage_found_and_hidden_whatever_the_cuts)
+{
+    for (size_t cut = 1; cut < 200; cut += 7) {
+        gx_maas_sse s = {.strip_usage = 1};
+        char *out = feed_all(&s, stream_text, cut);
+        cr_assert(s.have_usage, "cut %zu", cut);
+        cr_assert_eq(s.prompt, 7);
+        cr_assert_eq(s.completion, 2);
+        cr_assert_null(strstr(out, "\"usage\":{"), "cut %zu: %s", cut, out);
+        cr_assert(strstr(out, "data: [DONE]\n\n"));
+        cr_assert_eq(s.content_chunks, 2);
+        free(out);
+        gx_maas_sse_free(&s);
+    }
+}
+
+Test(maas_sse, passthrough_when_asked)
+{
+    gx_maas_sse s = {.strip_usage = 0};
+    char *out = feed_all(&s, stream_text, 13);
+    cr_assert_str_eq(out, stream_text);
+    cr_assert(s.have_usage);
+    free(out);
+    gx_maas_sse_free(&s);
+}
+
+Test(maas_sse, usage_on_a_chunk_with_choices)
+{
+    const char *t = "data: {\"id\":\"x\",\"choices\":[{\"delta\":{\"content\":\"z\"},\"finish_reason\":\"stop\"}],"
+                    "\"usage\":{\"prompt_tokens\":3,\"completion_tokens\":1,\"total_tokens\":4}}\n\ndata: [DONE]\n\n";
+    gx_maas_sse s = {.strip_usage = 1};
+    char *out = feed_all(&s, t, 5);
+    cr_assert(s.have_usage);
+    cr_assert_eq(s.prompt, 3);
+    cr_assert(strstr(out, "\"content\":\"z\""), "%s", out);
+    cr_assert_null(strstr(out, "usage"), "%s", out);
+    free(out);
+    gx_maas_sse_free(&s);
+}
+
+Test(maas_sse, plain_usage_and_estimates)
+{
+    const char *b = "{\"choices\":[{\"message\":{\"content\":\"12345678\"}}],\"usage\":{\"prompt_tokens\":5,\"completion_tokens\":6}}";
+    int64_t p = 0, c = 0, bytes = 0;
+    cr_assert_eq(gx_maas_usage_of(b, strlen(b), &p, &c, &bytes), 0);
+    cr_assert_eq(p, 5);
+    cr_assert_eq(c, 6);
+    const char *nou = "{\"choices\":[{\"message\":{\"content\":\"12345678\"}}]}";
+    cr_assert_eq(gx_maas_usage_of(nou, strlen(nou), &p, &c, &bytes), -1);
+    cr_assert_eq(bytes, 8); /* what the estimate is made of when no usage came */
+    const char *nested = "{\"choices\":[{\"message\":{\"content\":\"the word \\\"usage\\\" in text\"}}],\"usage\":{\"prompt_tokens\":2,\"completion_tokens\":3}}";
+    cr_assert_eq(gx_maas_usage_of(nested, strlen(nested), &p, &c, &bytes), 0);
+    cr_assert_eq(c, 3);
+    json_t *req = json_loads("{\"messages\":[{\"role\":\"user\",\"content\":\"123456789012\"}]}", 0, NULL);
+    cr_assert_eq(gx_maas_prompt_estimate(req), 12 / 3 + 4 + 4 / 3 + 1); /* "user" counts too */
+    json_decref(req);
+}
+
+Test(maas_models, validation)
+{
+    const char *bad[] = {
+        "{\"metadata\":{\"name\":\"m\"},\"spec\":{\"tiers\":[\"a\"]}}",                                        /* no backend */
+        "{\"metadata\":{\"name\":\"m\"},\"spec\":{\"tiers\":[\"a\"],\"url\":\"ftp://x\"}}",
+        "{\"metadata\":{\"name\":\"m\"},\"spec\":{\"tiers\":[],\"url\":\"http://x\"}}",
+        "{\"metadata\":{\"name\":\"M\"},\"spec\":{\"tiers\":[\"a\"],\"url\":\"http://x\"}}",
+        "{\"metadata\":{\"name\":\"m\"},\"spec\":{\"tiers\":[\"a\"],\"url\":\"http://x\",\"workload\":{}}}",
+        "{\"metadata\":{\"name\":\"m\"},\"spec\":{\"tiers\":[\"a\"],\"workload\":{\"command\":[\"x\"]}}}",   /* no queue */
+        "{\"metadata\":{\"name\":\"m\"},\"spec\":{\"tiers\":[\"a\"],\"workload\":{\"command\":[\"x\"],\"queue\":\"q\",\"replicas\":99}}}",
+        NULL};
+    for (int i = 0; bad[i]; i++) {
+        json_t *doc = json_loads(bad[i], 0, NULL);
+        gx_err e;
+        gx_err_clear(&e);
+        cr_assert_eq(gx_maas_model_validate(doc, &e), -1, "accepted %s", bad[i]);
+        json_decref(doc);
+    }
+    json_t *ok = json_loads("{\"metadata\":{\"name\":\"m\"},\"spec\":{\"tiers\":[\"a\"],\"workload\":{\"command\":[\"srv\",\"{port}\"],"
+                            "\"queue\":\"main\",\"replicas\":2,\"minReplicas\":0}}}", 0, NULL);
+    gx_err e;
+    gx_err_clear(&e);
+    cr_assert_eq(gx_maas_model_validate(ok, &e), 0, "%s", e.msg);
+    json_decref(ok);
+}

@@ -1,0 +1,281 @@
+/* Unit tests for the portal's pure parts: HTML escaping and the formatter, form
+ * decoding with its limits, CSRF token checks, Template validation (every shipped
+ * example must pass; broken ones must say why), typed values and manifest rendering. */
+#include <criterion/criterion.h>
+#include <sodium.h>
+#include <stdlib.h>
+#include <string.h>
+#include "lib/yaml.h"
+#include "portal/html.h"
+#include "portal/portal_int.h"
+#include "portal/template.h"
+
+static json_t *yaml1(const char *y)
+{
+    gx_yaml_docs d;
+    gx_err e;
+    gx_err_clear(&e);
+    cr_assert_eq(gx_yaml_parse(y, strlen(y), &d, &e), 0, "yaml: %s", e.msg);
+    json_t *v = json_incref(d.docs[0]);
+    gx_yaml_docs_free(&d);
+    return v;
+}
+
+static json_t *file1(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    cr_assert(f, "cannot open %s", path);
+    static char buf[65536];
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    return yaml1(buf);
+}
+
+Test(portal_html, escapes_every_dangerous_character)
+{
+    gx_portal_buf b;
+    gx_portal_buf_init(&b);
+    gx_portal_esc(&b, "<script>alert('x')</script> & \"q\" `t` a=b");
+    cr_assert_str_eq(b.p, "&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt; &amp; &quot;q&quot; &#96;t&#96; a&#61;b");
+    gx_portal_buf_free(&b);
+}
+
+Test(portal_html, formatter_escapes_H_and_encodes_U)
+{
+    gx_portal_buf b;
+    gx_portal_buf_init(&b);
+    gx_portal_putf(&b, "<a href=\"/x/%U\" title=\"%H\">%s %d %zu %lld %.1f %%</a>", "a b/c", "\"><img>", "raw", -3, (size_t)7,
+                   (long long)1 << 40, 2.25);
+    cr_assert_str_eq(b.p, "<a href=\"/x/a%20b%2Fc\" title=\"&quot;&gt;&lt;img&gt;\">raw -3 7 1099511627776 2.2 %</a>");
+    char *s = gx_portal_buf_take(&b);
+    cr_assert_eq(b.p, NULL);
+    free(s);
+    gx_portal_putf(&b, "%H", (const char *)NULL);
+    s = gx_portal_buf_take(&b);
+    cr_assert_str_eq(s, "");
+    free(s);
+}
+
+Test(portal_html, form_decoding_and_limits)
+{
+    const char *body = "a=1&b=x+y%21&b=second&empty=&flag";
+    json_t *f = gx_portal_form_parse(body, strlen(body), 10, 100);
+    cr_assert(f);
+    cr_assert_str_eq(gx_portal_form_get(f, "a"), "1");
+    cr_assert_str_eq(gx_portal_form_get(f, "b"), "x y!");
+    cr_assert(json_is_array(json_object_get(f, "b")));
+    cr_assert_str_eq(gx_portal_form_get(f, "empty"), "");
+    cr_assert_str_eq(gx_portal_form_get(f, "flag"), "");
+    cr_assert_str_eq(gx_portal_form_get(f, "missing"), "");
+    json_decref(f);
+    cr_assert_null(gx_portal_form_parse("a=%zz", 5, 10, 100), "bad escape accepted");
+    cr_assert_null(gx_portal_form_parse("a=%00", 5, 10, 100), "NUL accepted");
+    cr_assert_null(gx_portal_form_parse("a=%", 3, 10, 100), "truncated escape accepted");
+    cr_assert_null(gx_portal_form_parse("a=%ff%fe", 8, 10, 100), "invalid UTF-8 accepted");
+    cr_assert_null(gx_portal_form_parse("a=1&b=2&c=3", 11, 2, 100), "too many fields accepted");
+    cr_assert_null(gx_portal_form_parse("a=123456", 8, 10, 5), "too long a value accepted");
+}
+
+Test(portal_csrf, tokens_are_random_and_checked_exactly)
+{
+    cr_assert(sodium_init() >= 0);
+    gx_portal_session s;
+    memset(&s, 0, sizeof s);
+    gx_portal_random_token(s.csrf, sizeof s.csrf);
+    cr_assert_eq(strlen(s.csrf), GX_PORTAL_CSRF_LEN);
+    char other[64];
+    gx_portal_random_token(other, sizeof other);
+    cr_assert_str_neq(s.csrf, other);
+    cr_assert(gx_portal_csrf_ok(&s, s.csrf));
+    char wrong[64];
+    snprintf(wrong, sizeof wrong, "%s", s.csrf);
+    wrong[5] ^= 1;
+    cr_assert_not(gx_portal_csrf_ok(&s, wrong));
+    cr_assert_not(gx_portal_csrf_ok(&s, ""));
+    cr_assert_not(gx_portal_csrf_ok(&s, NULL));
+    cr_assert_not(gx_portal_csrf_ok(NULL, s.csrf));
+    wrong[GX_PORTAL_CSRF_LEN - 1] = 0; /* a prefix is not the token */
+    snprintf(wrong, sizeof wrong, "%.*s", GX_PORTAL_CSRF_LEN - 1, s.csrf);
+    cr_assert_not(gx_portal_csrf_ok(&s, wrong));
+}
+
+Test(portal_template, shipped_examples_are_valid)
+{
+    const char *files[] = {"examples/templates/interactive-session.yaml", "examples/templates/batch-training.yaml",
+                           "examples/templates/fine-tuning.yaml", "examples/templates/deploy-model.yaml"};
+    for (size_t i = 0; i < 4; i++) {
+        json_t *t = file1(files[i]);
+        gx_err e;
+        gx_err_clear(&e);
+        cr_assert_eq(gx_portal_template_check(t, &e), 0, "%s: %s: %s", files[i], e.field, e.msg);
+        json_decref(t);
+    }
+}
+
+static const char *GOOD =
+    "apiVersion: gpuaas.dev/v1alpha1\nkind: Template\nmetadata: {name: t1, title: T}\n"
+    "spec:\n  parameters:\n    required: [ns, gpus]\n    properties:\n"
+    "      ns: {type: string, ui:field: NamespacePicker}\n"
+    "      gpus: {type: integer, title: GPUs, minimum: 1, maximum: 4, default: 1}\n"
+    "      hours: {type: integer, minimum: 1, maximum: 8, default: 2}\n"
+    "      name: {type: string, pattern: '^[a-z]+$', maxLength: 10}\n"
+    "      debug: {type: boolean}\n"
+    "      mode: {type: string, enum: [a, b], default: a}\n"
+    "  manifest:\n    apiVersion: batch/v1\n    kind: Job\n"
+    "    metadata:\n      name: 'job-${{ parameters.name }}'\n      namespace: '${{ parameters.ns }}'\n"
+    "      labels: {max: '${{ parameters.hours * 3600 | string }}', who: '${{ user.name }}', opt: '${{ parameters.name }}'}\n"
+    "    spec: {gpus: '${{ parameters.gpus }}', debug: '${{ parameters.debug }}', mode: 'M-${{ parameters.mode | lower }}'}\n";
+
+static gx_err check_of(const char *yaml)
+{
+    json_t *t = yaml1(yaml);
+    gx_err e;
+    gx_err_clear(&e);
+    cr_assert_eq(gx_portal_template_check(t, &e), -1, "accepted:\n%s", yaml);
+    json_decref(t);
+    return e;
+}
+
+static char *replace(const char *s, const char *from, const char *to)
+{
+    const char *p = strstr(s, from);
+    cr_assert(p, "no %s", from);
+    char *out = malloc(strlen(s) + strlen(to) + 1);
+    sprintf(out, "%.*s%s%s", (int)(p - s), s, to, p + strlen(from));
+    return out;
+}
+
+Test(portal_template, bad_templates_are_refused_with_the_reason)
+{
+    json_t *t = yaml1(GOOD);
+    gx_err e;
+    gx_err_clear(&e);
+    cr_assert_eq(gx_portal_template_check(t, &e), 0, "%s: %s", e.field, e.msg);
+    json_decref(t);
+    struct { const char *from, *to, *msg; } cases[] = {
+        {"minimum: 1, maximum: 4", "minimum: 5, maximum: 4", "minimum is larger"},
+        {"default: 1}", "default: 9}", "default does not satisfy"},
+        {"type: boolean", "type: object", "type must be"},
+        {"pattern: '^[a-z]+$'", "pattern: '[a-'", "valid regular expression"},
+        {"enum: [a, b], default: a", "enum: [a, 2], default: a", "enum[1]"},
+        {"${{ parameters.ns }}", "${{ parameters.nope }}", "no parameter nope"},
+        {"${{ user.name }}", "${{ secrets.x }}", "cannot evaluate"},
+        {"kind: Job", "kind: Pod", "renders a batch/v1 Job"},
+        {"ui:field: NamespacePicker", "ui:widget: fancy", "ui:widget must be"},
+        {"debug: {type: boolean}", "debug: {type: boolean, format2: x}", "unknown keyword"},
+        {"required: [ns, gpus]", "required: [ns, nothere]", "names no property"},
+        {"name: t1", "name: T_1", "lowercase"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char *y = replace(GOOD, cases[i].from, cases[i].to);
+        gx_err x = check_of(y);
+        cr_assert(strstr(x.msg, cases[i].msg), "case %zu: got \"%s: %s\", want \"%s\"", i, x.field, x.msg, cases[i].msg);
+        free(y);
+    }
+    gx_err x = check_of("apiVersion: gpuaas.dev/v1alpha1\nkind: Template\nmetadata: {name: t}\nspec: {parameters: {properties: {}}}\n");
+    cr_assert(strstr(x.msg, "missing"), "%s", x.msg);
+    cr_assert_str_eq(x.field, "spec.manifest");
+}
+
+Test(portal_template, values_are_typed_and_checked)
+{
+    json_t *t = yaml1(GOOD), *nss = json_pack("[s]", "team-a");
+    gx_err e;
+    struct { const char *body, *field, *msg; } bad[] = {
+        {"ns=team-b&gpus=1", "ns", "one of your namespaces"},
+        {"ns=team-a&gpus=9", "gpus", "GPUs must be at most 4"},
+        {"ns=team-a&gpus=0", "gpus", "at least 1"},
+        {"ns=team-a&gpus=1.5", "gpus", "whole number"},
+        {"ns=team-a&gpus=x", "gpus", "whole number"},
+        {"ns=team-a&gpus=1&name=ABC", "name", "expected form"},
+        {"ns=team-a&gpus=1&name=abcdefghijkl", "name", "at most 10"},
+        {"ns=team-a&gpus=1&mode=c", "mode", "listed choices"},
+        {"gpus=1", "ns", "required"},
+        {"ns=team-a&ns=team-a&gpus=1", "ns", "more than once"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        json_t *f = gx_portal_form_parse(bad[i].body, strlen(bad[i].body), 50, 1000);
+        gx_err_clear(&e);
+        json_t *v = gx_portal_template_values(t, f, nss, &e);
+        cr_assert_null(v, "case %zu accepted", i);
+        cr_assert_str_eq(e.field, bad[i].field, "case %zu: field %s", i, e.field);
+        cr_assert(strstr(e.msg, bad[i].msg), "case %zu: %s", i, e.msg);
+        json_decref(f);
+    }
+    const char *ok = "ns=team-a&gpus=2&debug=on&mode=b";
+    json_t *f = gx_portal_form_parse(ok, strlen(ok), 50, 1000);
+    json_t *v = gx_portal_template_values(t, f, nss, &e);
+    cr_assert(v, "%s", e.msg);
+    cr_assert_eq(json_integer_value(json_object_get(v, "gpus")), 2);
+    cr_assert_eq(json_integer_value(json_object_get(v, "hours")), 2, "default not used");
+    cr_assert(json_is_true(json_object_get(v, "debug")));
+    cr_assert_null(json_object_get(v, "name"), "an empty optional parameter has no value");
+    json_t *m = gx_portal_template_render(t, v, "alice", &e);
+    cr_assert(m, "%s", e.msg);
+    json_t *md = json_object_get(m, "metadata"), *lb = json_object_get(md, "labels"), *spec = json_object_get(m, "spec");
+    cr_assert_str_eq(json_string_value(json_object_get(md, "name")), "job-");
+    cr_assert_str_eq(json_string_value(json_object_get(md, "namespace")), "team-a");
+    cr_assert_str_eq(json_string_value(json_object_get(lb, "max")), "7200", "* and | string");
+    cr_assert_str_eq(json_string_value(json_object_get(lb, "who")), "alice");
+    cr_assert_null(json_object_get(lb, "opt"), "a lone empty parameter drops its key");
+    cr_assert(json_is_integer(json_object_get(spec, "gpus")), "a lone expression keeps its type");
+    cr_assert(json_is_true(json_object_get(spec, "debug")));
+    cr_assert_str_eq(json_string_value(json_object_get(spec, "mode")), "M-b");
+    json_decref(m);
+    json_decref(v);
+    json_decref(f);
+    json_decref(nss);
+    json_decref(t);
+}
+
+Test(portal_template, injected_values_stay_data)
+{
+    /* a value that looks like an expression is not evaluated again */
+    json_t *t = yaml1(GOOD), *nss = json_pack("[s]", "team-a");
+    json_t *f = json_pack("{s:s,s:s,s:s}", "ns", "team-a", "gpus", "1", "mode", "a");
+    gx_err e;
+    json_t *v = gx_portal_template_values(t, f, nss, &e);
+    json_object_set_new(v, "name", json_string("${{ user.name }}"));
+    json_t *m = gx_portal_template_render(t, v, "alice", &e);
+    cr_assert_str_eq(json_string_value(json_object_get(json_object_get(m, "metadata"), "name")), "job-${{ user.name }}");
+    json_decref(m);
+    json_decref(v);
+    json_decref(f);
+    json_decref(nss);
+    json_decref(t);
+}
+
+Test(portal_config, portal_config_is_checked)
+{
+    gx_err e;
+    json_t *ok = yaml1("apiVersion: gpuaas.dev/v1alpha1\nkind: PortalConfig\nmetadata: {name: portal}\n"
+                       "spec:\n  title: ACME\n  passwordLogin: false\n  authProxy:\n    enabled: true\n"
+                       "    userHeader: X-Forwarded-User\n    trustedAddresses: [127.0.0.1]\n    adminGroups: [admins]\n"
+                       "    groupNamespaces: {ml: [team-a]}\n");
+    gx_err_clear(&e);
+    cr_assert_eq(gx_portal_check_object(ok, &e), 0, "%s: %s", e.field, e.msg);
+    json_decref(ok);
+    struct { const char *spec, *field; } bad[] = {
+        {"{authProxy: {enabled: yes}}", "spec.authProxy.enabled"},
+        {"{authProxy: {enabled: true, trustedAddresses: [example.com]}}", "spec.authProxy.trustedAddresses"},
+        {"{authProxy: {enabled: true, groupNamespaces: {ml: [Team_A]}}}", "spec.authProxy.groupNamespaces"},
+        {"{authProxy: {enabled: true, userHedaer: X}}", "spec.authProxy"},
+        {"{passwordLogin: 1}", "spec.passwordLogin"},
+        {"{colour: red}", "spec"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char y[512];
+        snprintf(y, sizeof y, "apiVersion: gpuaas.dev/v1alpha1\nkind: PortalConfig\nmetadata: {name: portal}\nspec: %s\n", bad[i].spec);
+        json_t *d = yaml1(y);
+        gx_err_clear(&e);
+        cr_assert_eq(gx_portal_check_object(d, &e), -1, "case %zu accepted", i);
+        cr_assert_str_eq(e.field, bad[i].field, "case %zu: %s: %s", i, e.field, e.msg);
+        json_decref(d);
+    }
+    json_t *v1 = yaml1("apiVersion: gpuaas.dev/v1\nkind: Template\nmetadata: {name: t}\nspec: {}\n");
+    cr_assert_eq(gx_portal_check_object(v1, &e), -1);
+    cr_assert_str_eq(e.field, "apiVersion");
+    json_decref(v1);
+    cr_assert(gx_portal_owns_kind("Template") && gx_portal_owns_kind("PortalConfig") && !gx_portal_owns_kind("Job"));
+}
