@@ -5,41 +5,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "lib/sbuf.h"
 #include "api/daemon.h"
 #include "core/quantity.h"
 #include "gpu/api.h"
 #include "maas/maas.h"
-
-typedef struct out { char *p; size_t n, cap; } out;
-
-static void put(out *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void put(out *o, const char *fmt, ...)
-{
-    for (;;) {
-        va_list ap;
-        va_start(ap, fmt);
-        int w = vsnprintf(o->p + o->n, o->cap - o->n, fmt, ap);
-        va_end(ap);
-        if (w >= 0 && (size_t)w < o->cap - o->n) { o->n += (size_t)w; return; }
-        o->cap = o->cap * 2 + (size_t)(w > 0 ? w : 0);
-        char *np = realloc(o->p, o->cap);
-        if (!np) abort();
-        o->p = np;
-    }
-}
-
-/* Label values are escaped as the exposition format asks (\\, \", \n). */
-static const char *esc(const char *s, char *buf, size_t n)
-{
-    size_t k = 0;
-    for (; s && *s && k + 2 < n; s++) {
-        if (*s == '\\' || *s == '"') buf[k++] = '\\';
-        if (*s == '\n') { buf[k++] = '\\'; buf[k++] = 'n'; continue; }
-        buf[k++] = *s;
-    }
-    buf[k] = 0;
-    return buf;
-}
 
 static double qty(const json_t *v)
 {
@@ -49,14 +19,14 @@ static double qty(const json_t *v)
     return 0;
 }
 
-static void header(out *o, const char *name, const char *type, const char *help)
+static void header(gx_sbuf *o, const char *name, const char *type, const char *help)
 {
-    put(o, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+    gx_sbuf_printf(o, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
 }
 
 char *gx_d_metrics(gx_daemon *d)
 {
-    out o = {malloc(8192), 0, 8192};
+    gx_sbuf o = {malloc(8192), 0, 8192};
     if (!o.p) abort();
     json_t *cqs = gx_engine_cluster_queues(d->eng);
     char b1[256], b2[256], b3[256];
@@ -68,31 +38,31 @@ char *gx_d_metrics(gx_daemon *d)
      * aside by BestEffortFIFO until something changes). */
     json_array_foreach(cqs, i, cq) {
         const json_t *act = json_object_get(cq, "pendingActive"), *inad = json_object_get(cq, "pendingInadmissible");
-        esc(json_string_value(json_object_get(cq, "name")), b1, sizeof b1);
-        put(&o, "kueue_pending_workloads{cluster_queue=\"%s\",status=\"active\"} %lld\n", b1,
+        gx_prom_label(json_string_value(json_object_get(cq, "name")), b1, sizeof b1);
+        gx_sbuf_printf(&o, "kueue_pending_workloads{cluster_queue=\"%s\",status=\"active\"} %lld\n", b1,
             (long long)json_integer_value(act ? act : json_object_get(cq, "pendingWorkloads")));
-        put(&o, "kueue_pending_workloads{cluster_queue=\"%s\",status=\"inadmissible\"} %lld\n", b1,
+        gx_sbuf_printf(&o, "kueue_pending_workloads{cluster_queue=\"%s\",status=\"inadmissible\"} %lld\n", b1,
             (long long)json_integer_value(inad));
     }
     header(&o, "kueue_admitted_active_workloads", "gauge", "Workloads holding quota in each ClusterQueue");
     json_array_foreach(cqs, i, cq)
-        put(&o, "kueue_admitted_active_workloads{cluster_queue=\"%s\"} %lld\n",
-            esc(json_string_value(json_object_get(cq, "name")), b1, sizeof b1),
+        gx_sbuf_printf(&o, "kueue_admitted_active_workloads{cluster_queue=\"%s\"} %lld\n",
+            gx_prom_label(json_string_value(json_object_get(cq, "name")), b1, sizeof b1),
             (long long)json_integer_value(json_object_get(cq, "admittedWorkloads")));
     header(&o, "kueue_admitted_workloads_total", "counter", "Workloads admitted since the daemon started");
     json_array_foreach(cqs, i, cq)
-        put(&o, "kueue_admitted_workloads_total{cluster_queue=\"%s\"} %lld\n",
-            esc(json_string_value(json_object_get(cq, "name")), b1, sizeof b1),
+        gx_sbuf_printf(&o, "kueue_admitted_workloads_total{cluster_queue=\"%s\"} %lld\n",
+            gx_prom_label(json_string_value(json_object_get(cq, "name")), b1, sizeof b1),
             (long long)json_integer_value(json_object_get(cq, "admittedTotal")));
     header(&o, "kueue_evicted_workloads_total", "counter", "Workloads evicted since the daemon started");
     json_array_foreach(cqs, i, cq)
-        put(&o, "kueue_evicted_workloads_total{cluster_queue=\"%s\"} %lld\n",
-            esc(json_string_value(json_object_get(cq, "name")), b1, sizeof b1),
+        gx_sbuf_printf(&o, "kueue_evicted_workloads_total{cluster_queue=\"%s\"} %lld\n",
+            gx_prom_label(json_string_value(json_object_get(cq, "name")), b1, sizeof b1),
             (long long)json_integer_value(json_object_get(cq, "evictedTotal")));
     header(&o, "kueue_cluster_queue_status", "gauge", "1 when the ClusterQueue is active");
     json_array_foreach(cqs, i, cq)
-        put(&o, "kueue_cluster_queue_status{cluster_queue=\"%s\",status=\"active\"} %d\n",
-            esc(json_string_value(json_object_get(cq, "name")), b1, sizeof b1),
+        gx_sbuf_printf(&o, "kueue_cluster_queue_status{cluster_queue=\"%s\",status=\"active\"} %d\n",
+            gx_prom_label(json_string_value(json_object_get(cq, "name")), b1, sizeof b1),
             json_is_false(json_object_get(cq, "active")) ? 0 : 1);
     const char *per_res[][3] = {
         {"kueue_cluster_queue_resource_usage", "usage", "Quota in use per ClusterQueue, flavor and resource"},
@@ -102,32 +72,32 @@ char *gx_d_metrics(gx_daemon *d)
         header(&o, per_res[m][0], "gauge", per_res[m][2]);
         json_array_foreach(cqs, i, cq) {
             json_array_foreach(json_object_get(cq, "resources"), k, r)
-                put(&o, "%s{cluster_queue=\"%s\",flavor=\"%s\",resource=\"%s\"} %g\n", per_res[m][0],
-                    esc(json_string_value(json_object_get(cq, "name")), b1, sizeof b1),
-                    esc(json_string_value(json_object_get(r, "flavor")), b2, sizeof b2),
-                    esc(json_string_value(json_object_get(r, "resource")), b3, sizeof b3),
+                gx_sbuf_printf(&o, "%s{cluster_queue=\"%s\",flavor=\"%s\",resource=\"%s\"} %g\n", per_res[m][0],
+                    gx_prom_label(json_string_value(json_object_get(cq, "name")), b1, sizeof b1),
+                    gx_prom_label(json_string_value(json_object_get(r, "flavor")), b2, sizeof b2),
+                    gx_prom_label(json_string_value(json_object_get(r, "resource")), b3, sizeof b3),
                     qty(json_object_get(r, per_res[m][1])));
         }
     }
     header(&o, "kueue_cluster_queue_weighted_share", "gauge", "Fair sharing: the ClusterQueue's weighted dominant resource share");
     json_array_foreach(cqs, i, cq)
-        put(&o, "kueue_cluster_queue_weighted_share{cluster_queue=\"%s\"} %lld\n",
-            esc(json_string_value(json_object_get(cq, "name")), b1, sizeof b1),
+        gx_sbuf_printf(&o, "kueue_cluster_queue_weighted_share{cluster_queue=\"%s\"} %lld\n",
+            gx_prom_label(json_string_value(json_object_get(cq, "name")), b1, sizeof b1),
             (long long)json_integer_value(json_object_get(cq, "weightedShare")));
     json_decref(cqs);
 
     json_t *lqs = gx_engine_local_queues(d->eng, NULL, 0);
     header(&o, "kueue_local_queue_pending_workloads", "gauge", "Workloads waiting in each LocalQueue");
     json_array_foreach(lqs, i, cq)
-        put(&o, "kueue_local_queue_pending_workloads{name=\"%s\",namespace=\"%s\",status=\"active\"} %lld\n",
-            esc(json_string_value(json_object_get(cq, "name")), b1, sizeof b1),
-            esc(json_string_value(json_object_get(cq, "namespace")), b2, sizeof b2),
+        gx_sbuf_printf(&o, "kueue_local_queue_pending_workloads{name=\"%s\",namespace=\"%s\",status=\"active\"} %lld\n",
+            gx_prom_label(json_string_value(json_object_get(cq, "name")), b1, sizeof b1),
+            gx_prom_label(json_string_value(json_object_get(cq, "namespace")), b2, sizeof b2),
             (long long)json_integer_value(json_object_get(cq, "pendingWorkloads")));
     header(&o, "kueue_local_queue_admitted_active_workloads", "gauge", "Workloads holding quota in each LocalQueue");
     json_array_foreach(lqs, i, cq)
-        put(&o, "kueue_local_queue_admitted_active_workloads{name=\"%s\",namespace=\"%s\"} %lld\n",
-            esc(json_string_value(json_object_get(cq, "name")), b1, sizeof b1),
-            esc(json_string_value(json_object_get(cq, "namespace")), b2, sizeof b2),
+        gx_sbuf_printf(&o, "kueue_local_queue_admitted_active_workloads{name=\"%s\",namespace=\"%s\"} %lld\n",
+            gx_prom_label(json_string_value(json_object_get(cq, "name")), b1, sizeof b1),
+            gx_prom_label(json_string_value(json_object_get(cq, "namespace")), b2, sizeof b2),
             (long long)json_integer_value(json_object_get(cq, "admittedWorkloads")));
     json_decref(lqs);
 
@@ -138,13 +108,13 @@ char *gx_d_metrics(gx_daemon *d)
         long long n = 0;
         json_t *w;
         json_array_foreach(all, i, w) n += !strcmp(json_string_value(json_object_get(w, "state")) ?: "", states[s]);
-        put(&o, "gpuaas_workloads{state=\"%s\"} %lld\n", states[s], n);
+        gx_sbuf_printf(&o, "gpuaas_workloads{state=\"%s\"} %lld\n", states[s], n);
     }
     json_decref(all);
     header(&o, "gpuaas_http_requests_total", "counter", "HTTP requests served");
-    put(&o, "gpuaas_http_requests_total %llu\n", (unsigned long long)d->http_requests);
+    gx_sbuf_printf(&o, "gpuaas_http_requests_total %llu\n", (unsigned long long)d->http_requests);
     char *gm = gx_gpu_metrics(d->eng);   /* DCGM-exporter names for the GPUs (src/gpu/api.c) */
-    put(&o, "%s", gm);
+    gx_sbuf_printf(&o, "%s", gm);
     free(gm);
     if (d->maas) return gx_maas_metrics(d->maas, o.p);
     return o.p;

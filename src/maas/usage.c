@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "lib/sbuf.h"
 #include "maas/maas_int.h"
 
 #define MAX_PENDING 200000
@@ -138,46 +139,28 @@ json_t *gx_maas_usage_query(gx_maas_usage *u, const char *group_by, int64_t sinc
 
 /* ---- /metrics ------------------------------------------------------------------------ */
 
-typedef struct out { char *p; size_t n, cap; } out;
-
-static void put(out *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void put(out *o, const char *fmt, ...)
+static void hist_put(gx_sbuf *o, const char *name, const char *labels, const hist *h, const double *b, size_t nb)
 {
-    for (;;) {
-        va_list ap;
-        va_start(ap, fmt);
-        int w = vsnprintf(o->p + o->n, o->cap - o->n, fmt, ap);
-        va_end(ap);
-        if (w >= 0 && (size_t)w < o->cap - o->n) { o->n += (size_t)w; return; }
-        o->cap = o->cap * 2 + (size_t)(w > 0 ? w : 0) + 64;
-        char *np = realloc(o->p, o->cap);
-        if (!np) abort();
-        o->p = np;
-    }
-}
-
-static void hist_put(out *o, const char *name, const char *labels, const hist *h, const double *b, size_t nb)
-{
-    for (size_t i = 0; i < nb; i++) put(o, "%s_bucket{%s,le=\"%g\"} %llu\n", name, labels, b[i], (unsigned long long)h->b[i]);
-    put(o, "%s_bucket{%s,le=\"+Inf\"} %llu\n", name, labels, (unsigned long long)h->count);
-    put(o, "%s_sum{%s} %.6f\n%s_count{%s} %llu\n", name, labels, h->sum, name, labels, (unsigned long long)h->count);
+    for (size_t i = 0; i < nb; i++) gx_sbuf_printf(o, "%s_bucket{%s,le=\"%g\"} %llu\n", name, labels, b[i], (unsigned long long)h->b[i]);
+    gx_sbuf_printf(o, "%s_bucket{%s,le=\"+Inf\"} %llu\n", name, labels, (unsigned long long)h->count);
+    gx_sbuf_printf(o, "%s_sum{%s} %.6f\n%s_count{%s} %llu\n", name, labels, h->sum, name, labels, (unsigned long long)h->count);
 }
 
 char *gx_maas_usage_metrics(gx_maas_usage *u, char *text)
 {
-    out o = {text, text ? strlen(text) : 0, text ? strlen(text) + 1 : 0};
+    gx_sbuf o = {text, text ? strlen(text) : 0, text ? strlen(text) + 1 : 0};
     if (!o.p) { o.cap = 4096; o.p = calloc(1, o.cap); if (!o.p) abort(); }
     char l[400];
-    put(&o, "# HELP authorized_calls Gateway requests admitted (Limitador's name)\n# TYPE authorized_calls counter\n");
+    gx_sbuf_printf(&o, "# HELP authorized_calls Gateway requests admitted (Limitador's name)\n# TYPE authorized_calls counter\n");
     for (size_t i = 0; i < u->ns; i++)
-        put(&o, "authorized_calls{model=\"%s\",tier=\"%s\"} %llu\n", u->s[i].model, u->s[i].tier, (unsigned long long)u->s[i].calls);
-    put(&o, "# HELP limited_calls Gateway requests refused by a rate limit (429)\n# TYPE limited_calls counter\n");
+        gx_sbuf_printf(&o, "authorized_calls{model=\"%s\",tier=\"%s\"} %llu\n", u->s[i].model, u->s[i].tier, (unsigned long long)u->s[i].calls);
+    gx_sbuf_printf(&o, "# HELP limited_calls Gateway requests refused by a rate limit (429)\n# TYPE limited_calls counter\n");
     for (size_t i = 0; i < u->ns; i++)
-        put(&o, "limited_calls{model=\"%s\",tier=\"%s\"} %llu\n", u->s[i].model, u->s[i].tier, (unsigned long long)u->s[i].limited);
-    put(&o, "# HELP authorized_hits Tokens charged (prompt + completion)\n# TYPE authorized_hits counter\n");
+        gx_sbuf_printf(&o, "limited_calls{model=\"%s\",tier=\"%s\"} %llu\n", u->s[i].model, u->s[i].tier, (unsigned long long)u->s[i].limited);
+    gx_sbuf_printf(&o, "# HELP authorized_hits Tokens charged (prompt + completion)\n# TYPE authorized_hits counter\n");
     for (size_t i = 0; i < u->ns; i++)
-        put(&o, "authorized_hits{model=\"%s\",tier=\"%s\"} %llu\n", u->s[i].model, u->s[i].tier, (unsigned long long)u->s[i].hits);
-    put(&o, "# HELP gen_ai_client_token_usage Tokens per request by type (OpenTelemetry GenAI)\n# TYPE gen_ai_client_token_usage histogram\n");
+        gx_sbuf_printf(&o, "authorized_hits{model=\"%s\",tier=\"%s\"} %llu\n", u->s[i].model, u->s[i].tier, (unsigned long long)u->s[i].hits);
+    gx_sbuf_printf(&o, "# HELP gen_ai_client_token_usage Tokens per request by type (OpenTelemetry GenAI)\n# TYPE gen_ai_client_token_usage histogram\n");
     for (size_t i = 0; i < u->ns; i++) {
         snprintf(l, sizeof l, "gen_ai_request_model=\"%s\",model=\"%s\",tier=\"%s\",gen_ai_token_type=\"input\"",
                  u->s[i].model, u->s[i].model, u->s[i].tier);
@@ -186,21 +169,21 @@ char *gx_maas_usage_metrics(gx_maas_usage *u, char *text)
                  u->s[i].model, u->s[i].model, u->s[i].tier);
         hist_put(&o, "gen_ai_client_token_usage", l, &u->s[i].tout, tok_b, NK);
     }
-    put(&o, "# HELP gen_ai_server_time_to_first_token_seconds Time to the first byte of the answer\n"
+    gx_sbuf_printf(&o, "# HELP gen_ai_server_time_to_first_token_seconds Time to the first byte of the answer\n"
             "# TYPE gen_ai_server_time_to_first_token_seconds histogram\n");
     for (size_t i = 0; i < u->ns; i++) {
         snprintf(l, sizeof l, "model=\"%s\",tier=\"%s\"", u->s[i].model, u->s[i].tier);
         hist_put(&o, "gen_ai_server_time_to_first_token_seconds", l, &u->s[i].ttft, ttft_b, NT);
     }
-    put(&o, "# HELP gen_ai_server_request_duration_seconds Request duration through the gateway\n"
+    gx_sbuf_printf(&o, "# HELP gen_ai_server_request_duration_seconds Request duration through the gateway\n"
             "# TYPE gen_ai_server_request_duration_seconds histogram\n");
     for (size_t i = 0; i < u->ns; i++) {
         snprintf(l, sizeof l, "model=\"%s\",tier=\"%s\"", u->s[i].model, u->s[i].tier);
         hist_put(&o, "gen_ai_server_request_duration_seconds", l, &u->s[i].dur, dur_b, ND);
     }
-    put(&o, "# HELP gpuaas_gateway_usage_records_pending Usage records not yet written\n# TYPE gpuaas_gateway_usage_records_pending gauge\n"
+    gx_sbuf_printf(&o, "# HELP gpuaas_gateway_usage_records_pending Usage records not yet written\n# TYPE gpuaas_gateway_usage_records_pending gauge\n"
             "gpuaas_gateway_usage_records_pending %zu\n", u->n);
-    put(&o, "# HELP gpuaas_gateway_usage_records_dropped_total Usage records dropped (store unavailable)\n"
+    gx_sbuf_printf(&o, "# HELP gpuaas_gateway_usage_records_dropped_total Usage records dropped (store unavailable)\n"
             "# TYPE gpuaas_gateway_usage_records_dropped_total counter\ngpuaas_gateway_usage_records_dropped_total %llu\n",
         (unsigned long long)u->dropped);
     return o.p;
