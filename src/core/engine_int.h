@@ -176,6 +176,7 @@ typedef struct gx_node {
     int64_t cpu, memory;
     int n_gpus;
     gx_gpu *gpus;
+    struct gx_share_node *share; /* GPU sharing model (core/share_place.c), NULL when no GPU is shared */
 } gx_node;
 
 /* ---- quota tree (engine_quota.c) ------------------------------------------------------ */

@@ -12,6 +12,7 @@
 #include <string.h>
 #include "core/engine_int.h"
 #include "core/quantity.h"
+#include "core/share_place.h"
 
 #define GPU_RES "nvidia.com/gpu"
 
@@ -28,6 +29,7 @@ void gx_engine_place_node_free(gx_node *n)
         free(n->gpus[i].user_pod);
     }
     free(n->gpus);
+    gx_share_engine_node_free(n);
     memset(n, 0, sizeof *n);
 }
 
@@ -117,6 +119,7 @@ int gx_engine_place_parse_node(const json_t *obj, gx_node *n, gx_err *err)
         gx_errf(err, 422, "spec.gpus", "gpus must be a list of {model, memory, uuid} or {model, memory, count}");
         goto bad;
     }
+    if (gx_share_engine_node(n, obj, err) < 0) goto bad;   /* shared GPUs: core/share_place.c */
     n->manifest = json_deep_copy(obj);
     return 0;
 bad:
@@ -168,6 +171,7 @@ static void add_user(gx_gpu *g, int wi, int pod)
 int gx_engine_place_try(gx_engine *e, gx_wl *w, int commit, char *why, size_t why_n)
 {
     if (!e->n_nodes) return 1;
+    if (gx_share_engine_active(e)) return gx_share_engine_try(e, w, commit, why, why_n, node_fits_pod);
     int gpu_res = gx_engine_util_lookup(&e->res, GPU_RES);
     int *freec = calloc((size_t)e->n_nodes, sizeof(int));
     for (int n = 0; n < e->n_nodes; n++)
@@ -231,6 +235,7 @@ int gx_engine_place_try(gx_engine *e, gx_wl *w, int commit, char *why, size_t wh
 
 void gx_engine_place_release(gx_engine *e, gx_wl *w)
 {
+    gx_share_engine_release(e, w);
     int wi = (int)(w - e->wls);
     for (int d = 0; d < w->n_pl_dev; d++) {
         int n = w->pl_dev[2 * d], g = w->pl_dev[2 * d + 1];
@@ -257,7 +262,12 @@ json_t *gx_engine_place_view(const gx_engine *e, const gx_wl *w)
     int64_t pods = gx_engine_wl_pods(w);
     for (int p = 0; p < pods; p++) {
         const gx_node *n = &e->nodes[w->pl_node[p]];
-        json_t *devs = json_array();
+        json_t *devs = gx_share_engine_devices(e, w, p);   /* shared node: MIG UUIDs, replicas, shares */
+        if (devs) {
+            json_array_append_new(a, json_pack("{s:i, s:s, s:o}", "pod", p, "node", n->name, "devices", devs));
+            continue;
+        }
+        devs = json_array();
         for (int d = 0; d < w->n_pl_dev; d++) {
             if (w->pl_devpod[d] != p) continue;
             const gx_gpu *g = &e->nodes[w->pl_dev[2 * d]].gpus[w->pl_dev[2 * d + 1]];
@@ -282,8 +292,11 @@ json_t *gx_engine_nodes(const gx_engine *e)
             json_t *users = json_array();
             for (int u = 0; u < gp->n_users; u++)
                 json_array_append_new(users, json_pack("{s:s, s:i}", "workload", e->wls[gp->user_wl[u]].key, "pod", gp->user_pod[u]));
-            json_array_append_new(gpus, json_pack("{s:i, s:s, s:s, s:s, s:o}", "index", g, "uuid", gp->uuid, "model", gp->model,
-                                                  "memory", gx_quantity_format(gp->memory * 1000, b3, sizeof b3), "workloads", users));
+            json_t *gv = json_pack("{s:i, s:s, s:s, s:s, s:o}", "index", g, "uuid", gp->uuid, "model", gp->model,
+                                   "memory", gx_quantity_format(gp->memory * 1000, b3, sizeof b3), "workloads", users);
+            json_t *sv = gx_share_engine_gpu_view(e, n, g);
+            if (sv) json_object_set_new(gv, "sharing", sv);
+            json_array_append_new(gpus, gv);
         }
         json_array_append_new(a, json_pack("{s:s, s:o, s:s, s:s, s:o}", "name", n->name, "labels", labels,
                                            "cpu", gx_quantity_format(n->cpu, b1, sizeof b1),
@@ -298,6 +311,8 @@ int gx_engine_place_restore(gx_engine *e, gx_wl *w, const json_t *placement)
 {
     char why[160];
     if (!e->n_nodes) return 1;
+    if (gx_share_engine_active(e))
+        return gx_share_engine_restore(e, w, placement) ? 1 : gx_engine_place_try(e, w, 1, why, sizeof why);
     int64_t pods = gx_engine_wl_pods(w);
     if (!json_is_array(placement) || (int64_t)json_array_size(placement) != pods) return gx_engine_place_try(e, w, 1, why, sizeof why);
     int wi = (int)(w - e->wls);

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "core/share_place.h"
 #include "core/engine_int.h"
 #include "core/quantity.h"
 
@@ -121,6 +122,7 @@ char *gx_engine_view_why(const gx_engine *e, const gx_wl *w)
         snprintf(m, sizeof m, "preempting workloads in ClusterQueue %s to make room; waiting for them to release their quota", cqn);
         break;
     case GX_WHY_NO_DEVICE:
+        if (gx_share_engine_explain(e, w, m, sizeof m)) break;   /* shared GPUs say which device */
         if (y->need > 0) snprintf(m, sizeof m, "quota fits but no node has %s free nvidia.com/gpu", q(y->need, b1));
         else snprintf(m, sizeof m, "quota fits but no node matches the flavor's nodeLabels and the pod's nodeSelector and tolerations");
         break;

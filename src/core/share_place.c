@@ -19,10 +19,6 @@
 #include "core/share_json.h"
 #include "core/share_place.h"
 
-/* Until engine_int.h's gx_node has its `share` field this file compiles to nothing
- * (the engine owner's work in progress); the integration defines GX_NODE_SHARE there. */
-#ifdef GX_NODE_SHARE
-
 #define OWNER(wi, pod) ((int64_t)(wi) << 20 | (int64_t)(pod))
 #define MIB (1024LL * 1024LL)
 
@@ -406,5 +402,3 @@ int gx_share_engine_restore(gx_engine *e, gx_wl *w, const json_t *placement)
     w->n_pl_dev = t.n_dev;
     return 1;
 }
-
-#endif /* GX_NODE_SHARE */

@@ -7,6 +7,7 @@
 #include <string.h>
 #include "gpu/api.h"
 #include "gpu/runtime.h"
+#include "lib/sbuf.h"
 
 int64_t gx_gpu_parse_window(const char *s)
 {
@@ -191,45 +192,15 @@ int gx_gpu_api(gx_engine *eng, const char *method, const char *const *segs, int 
 
 /* ---- metrics ----------------------------------------------------------------------- */
 
-typedef struct buf { char *p; size_t n, cap; } buf;
-
-static void put(buf *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void put(buf *o, const char *fmt, ...)
-{
-    for (;;) {
-        va_list ap;
-        va_start(ap, fmt);
-        int w = vsnprintf(o->p + o->n, o->cap - o->n, fmt, ap);
-        va_end(ap);
-        if (w >= 0 && (size_t)w < o->cap - o->n) { o->n += (size_t)w; return; }
-        o->cap = o->cap * 2 + (size_t)(w > 0 ? w : 0);
-        char *np = realloc(o->p, o->cap);
-        if (!np) abort();
-        o->p = np;
-    }
-}
-
-static const char *esc(const char *s, char *b, size_t n)
-{
-    size_t k = 0;
-    for (; s && *s && k + 2 < n; s++) {
-        if (*s == '\\' || *s == '"') b[k++] = '\\';
-        if (*s == '\n') { b[k++] = '\\'; b[k++] = 'n'; continue; }
-        b[k++] = *s;
-    }
-    b[k] = 0;
-    return b;
-}
-
 static void labels(const gx_gpu_dev *d, const char *node, char *out, size_t n)
 {
     char m[160], h[160];
     snprintf(out, n, "gpu=\"%d\",UUID=\"%s\",pci_bus_id=\"%s\",device=\"nvidia%d\",modelName=\"%s\",Hostname=\"%s\"",
-             d->index, d->uuid, d->pci_bus_id, d->index, esc(d->product, m, sizeof m), esc(node, h, sizeof h));
+             d->index, d->uuid, d->pci_bus_id, d->index, gx_prom_label(d->product, m, sizeof m), gx_prom_label(node, h, sizeof h));
 }
 
 /* Allocation per namespace: each holder's share of its GPU (cores / 100), summed. */
-static void per_namespace(buf *o, const json_t *nodes)
+static void per_namespace(gx_sbuf *o, const json_t *nodes)
 {
     json_t *ns = json_object();
     size_t a, b, c, e;
@@ -256,26 +227,25 @@ static void per_namespace(buf *o, const json_t *nodes)
         }
         json_decref(who);
     }
-    put(o, "# HELP gpuaas_namespace_gpu_allocated GPUs allocated to each namespace (a share of a GPU counts its fraction)\n"
+    gx_sbuf_printf(o, "# HELP gpuaas_namespace_gpu_allocated GPUs allocated to each namespace (a share of a GPU counts its fraction)\n"
            "# TYPE gpuaas_namespace_gpu_allocated gauge\n");
     const char *k;
     json_t *v;
     char b1[160];
-    json_object_foreach(ns, k, v) put(o, "gpuaas_namespace_gpu_allocated{namespace=\"%s\"} %g\n", esc(k, b1, sizeof b1),
+    json_object_foreach(ns, k, v) gx_sbuf_printf(o, "gpuaas_namespace_gpu_allocated{namespace=\"%s\"} %g\n", gx_prom_label(k, b1, sizeof b1),
                                       json_real_value(v));
     json_decref(ns);
 }
 
-static void header(buf *o, const char *name, const char *type, const char *help)
+static void header(gx_sbuf *o, const char *name, const char *type, const char *help)
 {
-    put(o, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+    gx_sbuf_printf(o, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
 }
 
 char *gx_gpu_metrics(gx_engine *eng)
 {
-    buf o = {malloc(4096), 0, 4096};
-    if (!o.p) abort();
-    o.p[0] = 0;
+    gx_sbuf o = {0};
+    gx_sbuf_printf(&o, "%s", "");   /* "" when there is nothing to say */
     gx_gpu_rt *r = gx_gpu_rt_get();
     if (!r || !r->inv->n_devs) return o.p;
     json_t *nodes = gx_engine_nodes(eng);
@@ -287,7 +257,7 @@ char *gx_gpu_metrics(gx_engine *eng)
         const gx_gpu_dev *d = &inv->devs[i];
         if (d->util < 0 || d->mode == GX_SHARE_MIG) continue;   /* not reported for MIG, as DCGM */
         labels(d, inv->nodes[d->node].name, l, sizeof l);
-        put(&o, "DCGM_FI_DEV_GPU_UTIL{%s} %d\n", l, d->util);
+        gx_sbuf_printf(&o, "DCGM_FI_DEV_GPU_UTIL{%s} %d\n", l, d->util);
     }
     /* one family at a time: Prometheus wants each metric's samples together */
     static const char *const fb[2][2] = {{"DCGM_FI_DEV_FB_USED", "Framebuffer memory used (in MiB)."},
@@ -297,9 +267,9 @@ char *gx_gpu_metrics(gx_engine *eng)
         for (int i = 0; i < inv->n_devs; i++) {
             const gx_gpu_dev *d = &inv->devs[i];
             labels(d, inv->nodes[d->node].name, l, sizeof l);
-            put(&o, "%s{%s} %lld\n", fb[f][0], l, (long long)(f ? d->mem_mib - d->mem_used_mib : d->mem_used_mib));
+            gx_sbuf_printf(&o, "%s{%s} %lld\n", fb[f][0], l, (long long)(f ? d->mem_mib - d->mem_used_mib : d->mem_used_mib));
             for (int m = 0; m < d->n_mig; m++)
-                put(&o, "%s{%s,GPU_I_PROFILE=\"%s\",GPU_I_ID=\"%d\"} %lld\n", fb[f][0], l, d->mig[m].profile, m,
+                gx_sbuf_printf(&o, "%s{%s,GPU_I_PROFILE=\"%s\",GPU_I_ID=\"%d\"} %lld\n", fb[f][0], l, d->mig[m].profile, m,
                     (long long)(f ? d->mig[m].mem_mib - d->mig[m].mem_used_mib : d->mig[m].mem_used_mib));
         }
     }
@@ -309,7 +279,7 @@ char *gx_gpu_metrics(gx_engine *eng)
         const gx_gpu_dev *d = &inv->devs[i];
         labels(d, inv->nodes[d->node].name, l, sizeof l);
         for (int m = 0; m < d->n_mig; m++)
-            put(&o, "DCGM_FI_PROF_GR_ENGINE_ACTIVE{%s,GPU_I_PROFILE=\"%s\",GPU_I_ID=\"%d\"} %g\n", l, d->mig[m].profile, m,
+            gx_sbuf_printf(&o, "DCGM_FI_PROF_GR_ENGINE_ACTIVE{%s,GPU_I_PROFILE=\"%s\",GPU_I_ID=\"%d\"} %g\n", l, d->mig[m].profile, m,
                 d->mig[m].mem_used_mib > 0 ? 1.0 : 0.0);
     }
     static const char *const fam[3][2] = {
@@ -332,10 +302,10 @@ char *gx_gpu_metrics(gx_engine *eng)
             long long mem = sh ? json_integer_value(json_object_get(sh, "memoryAllocatedMiB")) : d->mem_mib * used;
             const char *mode = gx_share_mode_name(d->mode);
             if (f == 0) {
-                put(&o, "%s{%s,mode=\"%s\",state=\"used\"} %lld\n", fam[f][0], l, mode, used);
-                put(&o, "%s{%s,mode=\"%s\",state=\"total\"} %lld\n", fam[f][0], l, mode, total);
+                gx_sbuf_printf(&o, "%s{%s,mode=\"%s\",state=\"used\"} %lld\n", fam[f][0], l, mode, used);
+                gx_sbuf_printf(&o, "%s{%s,mode=\"%s\",state=\"total\"} %lld\n", fam[f][0], l, mode, total);
             } else {
-                put(&o, "%s{%s,mode=\"%s\"} %lld\n", fam[f][0], l, mode, f == 1 ? cores : mem);
+                gx_sbuf_printf(&o, "%s{%s,mode=\"%s\"} %lld\n", fam[f][0], l, mode, f == 1 ? cores : mem);
             }
         }
     }
