@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "core/place.h"
+#include "lib/rng.h"
 
 /* ---- models ------------------------------------------------------------------------ */
 
@@ -351,29 +352,8 @@ const char *gx_place_policy_names(void)
 
 /* ---- context ----------------------------------------------------------------------- */
 
-static uint64_t splitmix64(uint64_t *x)
-{
-    uint64_t z = (*x += UINT64_C(0x9E3779B97F4A7C15));
-    z = (z ^ (z >> 30)) * UINT64_C(0xBF58476D1CE4E5B9);
-    z = (z ^ (z >> 27)) * UINT64_C(0x94D049BB133111EB);
-    return z ^ (z >> 31);
-}
-
-static uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
-
-/* xoshiro256** (Blackman & Vigna), seeded through splitmix64. */
-uint64_t gx_place_rand(gx_place_ctx *cx)
-{
-    uint64_t *s = cx->rng;
-    uint64_t r = rotl(s[1] * 5, 7) * 9, t = s[1] << 17;
-    s[2] ^= s[0];
-    s[3] ^= s[1];
-    s[1] ^= s[2];
-    s[0] ^= s[3];
-    s[2] ^= t;
-    s[3] = rotl(s[3], 45);
-    return r;
-}
+/* xoshiro256** seeded through splitmix64 (lib/rng), so a seed gives the same run anywhere. */
+uint64_t gx_place_rand(gx_place_ctx *cx) { return gx_rng_next(cx->rng); }
 
 #define FCACHE_SLOTS (1u << 16)
 
@@ -416,8 +396,7 @@ gx_place_ctx *gx_place_ctx_new(const gx_place_policy *pol, const gx_place_worklo
     gx_place_ctx *cx = calloc(1, sizeof *cx);
     if (!cx) return NULL;
     cx->pol = pol;
-    uint64_t x = seed;
-    for (int i = 0; i < 4; i++) cx->rng[i] = splitmix64(&x);
+    gx_rng_seed(cx->rng, seed);
     if (wl && wl->n > 0 && set_workload(cx, wl)) goto fail;
     if (pol->needs_workload) {
         cx->fc = calloc(FCACHE_SLOTS, sizeof *cx->fc);

@@ -1,37 +1,13 @@
-/* sim/trace_rng: the replay's own PRNG (xoshiro256**, seeded through splitmix64), so a
+/* sim/trace_rng: the replay's PRNG (lib/rng: xoshiro256**, seeded through splitmix64), so a
  * seed gives the same arrivals and node order on every machine and libc.
  * Owns: gx_trace_rng_*.
  * Must not: read any entropy source or clock. */
 #include "sim/trace_internal.h"
+#include "lib/rng.h"
 
-static uint64_t splitmix64(uint64_t *x)
-{
-    uint64_t z = (*x += UINT64_C(0x9E3779B97F4A7C15));
-    z = (z ^ (z >> 30)) * UINT64_C(0xBF58476D1CE4E5B9);
-    z = (z ^ (z >> 27)) * UINT64_C(0x94D049BB133111EB);
-    return z ^ (z >> 31);
-}
+void gx_trace_rng_seed(gx_trace_rng *r, uint64_t seed) { gx_rng_seed(r->s, seed); }
 
-static uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
-
-void gx_trace_rng_seed(gx_trace_rng *r, uint64_t seed)
-{
-    uint64_t x = seed;
-    for (int i = 0; i < 4; i++) r->s[i] = splitmix64(&x);
-}
-
-uint64_t gx_trace_rng_next(gx_trace_rng *r)
-{
-    uint64_t *s = r->s;
-    uint64_t out = rotl(s[1] * 5, 7) * 9, t = s[1] << 17;
-    s[2] ^= s[0];
-    s[3] ^= s[1];
-    s[1] ^= s[2];
-    s[0] ^= s[3];
-    s[2] ^= t;
-    s[3] = rotl(s[3], 45);
-    return out;
-}
+uint64_t gx_trace_rng_next(gx_trace_rng *r) { return gx_rng_next(r->s); }
 
 /* Lemire's nearly-divisionless bounded draw, without modulo bias. */
 uint64_t gx_trace_rng_below(gx_trace_rng *r, uint64_t n)
