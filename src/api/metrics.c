@@ -44,21 +44,19 @@ char *gx_d_metrics(gx_daemon *d)
         gx_sbuf_printf(&o, "kueue_pending_workloads{cluster_queue=\"%s\",status=\"inadmissible\"} %lld\n", b1,
             (long long)json_integer_value(inad));
     }
-    header(&o, "kueue_admitted_active_workloads", "gauge", "Workloads holding quota in each ClusterQueue");
-    json_array_foreach(cqs, i, cq)
-        gx_sbuf_printf(&o, "kueue_admitted_active_workloads{cluster_queue=\"%s\"} %lld\n",
-            gx_prom_label(json_string_value(json_object_get(cq, "name")), b1, sizeof b1),
-            (long long)json_integer_value(json_object_get(cq, "admittedWorkloads")));
-    header(&o, "kueue_admitted_workloads_total", "counter", "Workloads admitted since the daemon started");
-    json_array_foreach(cqs, i, cq)
-        gx_sbuf_printf(&o, "kueue_admitted_workloads_total{cluster_queue=\"%s\"} %lld\n",
-            gx_prom_label(json_string_value(json_object_get(cq, "name")), b1, sizeof b1),
-            (long long)json_integer_value(json_object_get(cq, "admittedTotal")));
-    header(&o, "kueue_evicted_workloads_total", "counter", "Workloads evicted since the daemon started");
-    json_array_foreach(cqs, i, cq)
-        gx_sbuf_printf(&o, "kueue_evicted_workloads_total{cluster_queue=\"%s\"} %lld\n",
-            gx_prom_label(json_string_value(json_object_get(cq, "name")), b1, sizeof b1),
-            (long long)json_integer_value(json_object_get(cq, "evictedTotal")));
+    /* One integer field of the ClusterQueue view per metric. */
+    static const char *const per_cq[][4] = {
+        {"kueue_admitted_active_workloads", "admittedWorkloads", "gauge", "Workloads holding quota in each ClusterQueue"},
+        {"kueue_admitted_workloads_total", "admittedTotal", "counter", "Workloads admitted since the daemon started"},
+        {"kueue_evicted_workloads_total", "evictedTotal", "counter", "Workloads evicted since the daemon started"},
+    };
+    for (size_t m = 0; m < sizeof per_cq / sizeof per_cq[0]; m++) {
+        header(&o, per_cq[m][0], per_cq[m][2], per_cq[m][3]);
+        json_array_foreach(cqs, i, cq)
+            gx_sbuf_printf(&o, "%s{cluster_queue=\"%s\"} %lld\n", per_cq[m][0],
+                gx_prom_label(json_string_value(json_object_get(cq, "name")), b1, sizeof b1),
+                (long long)json_integer_value(json_object_get(cq, per_cq[m][1])));
+    }
     header(&o, "kueue_cluster_queue_status", "gauge", "1 when the ClusterQueue is active");
     json_array_foreach(cqs, i, cq)
         gx_sbuf_printf(&o, "kueue_cluster_queue_status{cluster_queue=\"%s\",status=\"active\"} %d\n",
