@@ -8,11 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sqlite3.h>
-#include "store/store.h"
-
-struct gx_store {
-    sqlite3 *db;
-};
+#include "store/store_int.h"
 
 /* Each entry moves the schema from version i to i+1. Append only, never edit. */
 static const char *const migrations[] = {
@@ -51,10 +47,20 @@ static const char *const migrations[] = {
     "CREATE TABLE passwords ("
     "  user TEXT PRIMARY KEY REFERENCES users(name) ON DELETE CASCADE,"
     "  hash TEXT NOT NULL, updated_ms INTEGER NOT NULL);",
+    /* 4: portal sessions, so a restart does not sign people out (src/store/sessions.c) */
+    "CREATE TABLE portal_sessions ("
+    "  id_hash BLOB PRIMARY KEY,"
+    "  user TEXT NOT NULL REFERENCES users(name) ON DELETE CASCADE,"
+    "  csrf TEXT NOT NULL, created_ms INTEGER NOT NULL, expires_ms INTEGER NOT NULL);",
+    /* 5: the gateway's rate-limit windows, so a restart keeps what was used (src/store/ratelimit.c) */
+    "CREATE TABLE rate_windows ("
+    "  scope TEXT NOT NULL, name TEXT NOT NULL, kind TEXT NOT NULL, window_s INTEGER NOT NULL,"
+    "  start_ms INTEGER NOT NULL, used INTEGER NOT NULL,"
+    "  PRIMARY KEY (scope, name, kind, window_s));",
 };
 #define N_MIGRATIONS ((int)(sizeof migrations / sizeof migrations[0]))
 
-static int sqlerr(gx_store *s, gx_err *err, const char *what)
+int gx_store_sqlerr(gx_store *s, gx_err *err, const char *what)
 {
     return gx_errf(err, 500, "", "store: %s: %s", what, sqlite3_errmsg(s->db));
 }
@@ -84,7 +90,7 @@ int gx_store_schema_version(gx_store *s)
 static int migrate(gx_store *s, gx_err *err)
 {
     int v = gx_store_schema_version(s);
-    if (v < 0) return sqlerr(s, err, "reading schema version");
+    if (v < 0) return gx_store_sqlerr(s, err, "reading schema version");
     if (v > N_MIGRATIONS)
         return gx_errf(err, 500, "", "store: database schema version %d is newer than this gpuaas (%d); "
                        "use a newer binary", v, N_MIGRATIONS);
@@ -134,10 +140,10 @@ void gx_store_rollback(gx_store *s) { exec(s, "ROLLBACK", NULL); }
 
 /* Prepare, bind text/int64/blob arguments described by fmt ('s', 'i', 'b' = ptr+len), step
  * once, finalize. For writes: returns 0 or -1. */
-static int run(gx_store *s, gx_err *err, const char *sql, const char *fmt, ...)
+int gx_store_run(gx_store *s, gx_err *err, const char *sql, const char *fmt, ...)
 {
     sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(s->db, sql, -1, &st, NULL) != SQLITE_OK) return sqlerr(s, err, "prepare");
+    if (sqlite3_prepare_v2(s->db, sql, -1, &st, NULL) != SQLITE_OK) return gx_store_sqlerr(s, err, "prepare");
     va_list ap;
     va_start(ap, fmt);
     int idx = 1;
@@ -153,7 +159,7 @@ static int run(gx_store *s, gx_err *err, const char *sql, const char *fmt, ...)
     va_end(ap);
     int rc = sqlite3_step(st);
     sqlite3_finalize(st);
-    if (rc != SQLITE_DONE) return sqlerr(s, err, "write");
+    if (rc != SQLITE_DONE) return gx_store_sqlerr(s, err, "write");
     return 0;
 }
 
@@ -175,7 +181,7 @@ int gx_store_put_object(gx_store *s, const char *kind, const char *ns, const cha
                         const json_t *manifest, int64_t now_ms, gx_err *err)
 {
     char *m = dump(manifest);
-    int rc = run(s, err,
+    int rc = gx_store_run(s, err,
                  "INSERT INTO objects (kind, namespace, name, manifest, created_ms, updated_ms) "
                  "VALUES (?1, ?2, ?3, ?4, ?5, ?5) ON CONFLICT (kind, namespace, name) "
                  "DO UPDATE SET manifest = excluded.manifest, updated_ms = excluded.updated_ms",
@@ -186,7 +192,7 @@ int gx_store_put_object(gx_store *s, const char *kind, const char *ns, const cha
 
 int gx_store_delete_object(gx_store *s, const char *kind, const char *ns, const char *name, gx_err *err)
 {
-    return run(s, err, "DELETE FROM objects WHERE kind = ?1 AND namespace = ?2 AND name = ?3",
+    return gx_store_run(s, err, "DELETE FROM objects WHERE kind = ?1 AND namespace = ?2 AND name = ?3",
                "sss", kind, ns ? ns : "", name);
 }
 
@@ -194,7 +200,7 @@ json_t *gx_store_objects(gx_store *s, gx_err *err)
 {
     sqlite3_stmt *st;
     if (sqlite3_prepare_v2(s->db, "SELECT kind, namespace, name, manifest FROM objects ORDER BY seq",
-                           -1, &st, NULL) != SQLITE_OK) { sqlerr(s, err, "prepare"); return NULL; }
+                           -1, &st, NULL) != SQLITE_OK) { gx_store_sqlerr(s, err, "prepare"); return NULL; }
     json_t *out = json_array();
     while (sqlite3_step(st) == SQLITE_ROW)
         json_array_append_new(out, json_pack("{s:s,s:s,s:s,s:o}",
@@ -208,7 +214,7 @@ int gx_store_put_workload(gx_store *s, const char *ns, const char *name, const j
                           const json_t *status, const json_t *run_rec, int64_t now_ms, gx_err *err)
 {
     char *m = dump(manifest), *st = dump(status), *r = dump(run_rec);
-    int rc = run(s, err,
+    int rc = gx_store_run(s, err,
                  "INSERT INTO workloads (namespace, name, manifest, status, run, created_ms, updated_ms) "
                  "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6)",
                  "sssssi", ns, name, m, st, r, now_ms);
@@ -224,7 +230,7 @@ int gx_store_update_workload(gx_store *s, const char *ns, const char *name,
                              const json_t *status, const json_t *run_rec, int64_t now_ms, gx_err *err)
 {
     char *st = dump(status), *r = dump(run_rec);
-    int rc = run(s, err, "UPDATE workloads SET status = ?3, run = ?4, updated_ms = ?5 "
+    int rc = gx_store_run(s, err, "UPDATE workloads SET status = ?3, run = ?4, updated_ms = ?5 "
                          "WHERE namespace = ?1 AND name = ?2",
                  "ssssi", ns, name, st, r, now_ms);
     free(st);
@@ -234,14 +240,14 @@ int gx_store_update_workload(gx_store *s, const char *ns, const char *name,
 
 int gx_store_delete_workload(gx_store *s, const char *ns, const char *name, gx_err *err)
 {
-    return run(s, err, "DELETE FROM workloads WHERE namespace = ?1 AND name = ?2", "ss", ns, name);
+    return gx_store_run(s, err, "DELETE FROM workloads WHERE namespace = ?1 AND name = ?2", "ss", ns, name);
 }
 
 json_t *gx_store_workloads(gx_store *s, gx_err *err)
 {
     sqlite3_stmt *st;
     if (sqlite3_prepare_v2(s->db, "SELECT namespace, name, manifest, status, run FROM workloads ORDER BY seq",
-                           -1, &st, NULL) != SQLITE_OK) { sqlerr(s, err, "prepare"); return NULL; }
+                           -1, &st, NULL) != SQLITE_OK) { gx_store_sqlerr(s, err, "prepare"); return NULL; }
     json_t *out = json_array();
     while (sqlite3_step(st) == SQLITE_ROW)
         json_array_append_new(out, json_pack("{s:s,s:s,s:o,s:o,s:o}",
@@ -255,7 +261,7 @@ int gx_store_put_user(gx_store *s, const char *name, int admin, const json_t *na
                       int64_t now_ms, gx_err *err)
 {
     char *n = dump(namespaces);
-    int rc = run(s, err, "INSERT INTO users (name, admin, namespaces, created_ms) VALUES (?1, ?2, ?3, ?4)",
+    int rc = gx_store_run(s, err, "INSERT INTO users (name, admin, namespaces, created_ms) VALUES (?1, ?2, ?3, ?4)",
                  "sisi", name, (int64_t)admin, n, now_ms);
     if (rc && sqlite3_extended_errcode(s->db) == SQLITE_CONSTRAINT_PRIMARYKEY)
         gx_errf(err, 409, "name", "user %s already exists", name);
@@ -265,14 +271,14 @@ int gx_store_put_user(gx_store *s, const char *name, int admin, const json_t *na
 
 int gx_store_delete_user(gx_store *s, const char *name, gx_err *err)
 {
-    return run(s, err, "DELETE FROM users WHERE name = ?1", "s", name);
+    return gx_store_run(s, err, "DELETE FROM users WHERE name = ?1", "s", name);
 }
 
 json_t *gx_store_users(gx_store *s, gx_err *err)
 {
     sqlite3_stmt *st;
     if (sqlite3_prepare_v2(s->db, "SELECT name, admin, namespaces, created_ms FROM users ORDER BY name",
-                           -1, &st, NULL) != SQLITE_OK) { sqlerr(s, err, "prepare"); return NULL; }
+                           -1, &st, NULL) != SQLITE_OK) { gx_store_sqlerr(s, err, "prepare"); return NULL; }
     json_t *out = json_array();
     while (sqlite3_step(st) == SQLITE_ROW)
         json_array_append_new(out, json_pack("{s:s,s:b,s:o,s:I}",
@@ -285,20 +291,20 @@ json_t *gx_store_users(gx_store *s, gx_err *err)
 int gx_store_put_token(gx_store *s, const char *id, const char *user, const unsigned char *hash,
                        size_t hash_len, int64_t now_ms, gx_err *err)
 {
-    return run(s, err, "INSERT INTO tokens (id, user, hash, created_ms) VALUES (?1, ?2, ?3, ?4)",
+    return gx_store_run(s, err, "INSERT INTO tokens (id, user, hash, created_ms) VALUES (?1, ?2, ?3, ?4)",
                "ssbi", id, user, (const void *)hash, hash_len, now_ms);
 }
 
 int gx_store_delete_tokens_of(gx_store *s, const char *user, gx_err *err)
 {
-    return run(s, err, "DELETE FROM tokens WHERE user = ?1", "s", user);
+    return gx_store_run(s, err, "DELETE FROM tokens WHERE user = ?1", "s", user);
 }
 
 json_t *gx_store_tokens(gx_store *s, gx_err *err)
 {
     sqlite3_stmt *st;
     if (sqlite3_prepare_v2(s->db, "SELECT id, user, hash FROM tokens", -1, &st, NULL) != SQLITE_OK) {
-        sqlerr(s, err, "prepare");
+        gx_store_sqlerr(s, err, "prepare");
         return NULL;
     }
     json_t *out = json_array();
@@ -330,7 +336,7 @@ int gx_store_meta_get(gx_store *s, const char *key, char *out, size_t n)
 
 int gx_store_meta_put(gx_store *s, const char *key, const char *value, gx_err *err)
 {
-    return run(s, err, "INSERT INTO meta (key, value) VALUES (?1, ?2) "
+    return gx_store_run(s, err, "INSERT INTO meta (key, value) VALUES (?1, ?2) "
                        "ON CONFLICT (key) DO UPDATE SET value = excluded.value", "ss", key, value);
 }
 
@@ -338,7 +344,7 @@ int gx_store_meta_put(gx_store *s, const char *key, const char *value, gx_err *e
 
 int gx_store_put_api_key(gx_store *s, const gx_store_api_key *k, gx_err *err)
 {
-    return run(s, err,
+    return gx_store_run(s, err,
                "INSERT INTO api_keys (id, name, user, namespace, tier, hash, created_ms, expires_ms) "
                "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
                "sssssbii", k->id, k->name, k->user, k->ns, k->tier, (const void *)k->hash, k->hash_len,
@@ -347,7 +353,7 @@ int gx_store_put_api_key(gx_store *s, const gx_store_api_key *k, gx_err *err)
 
 int gx_store_revoke_api_key(gx_store *s, const char *id, int64_t now_ms, gx_err *err)
 {
-    return run(s, err, "UPDATE api_keys SET revoked_ms = ?2 WHERE id = ?1 AND revoked_ms IS NULL", "si", id, now_ms);
+    return gx_store_run(s, err, "UPDATE api_keys SET revoked_ms = ?2 WHERE id = ?1 AND revoked_ms IS NULL", "si", id, now_ms);
 }
 
 json_t *gx_store_api_keys(gx_store *s, gx_err *err)
@@ -355,7 +361,7 @@ json_t *gx_store_api_keys(gx_store *s, gx_err *err)
     sqlite3_stmt *st;
     if (sqlite3_prepare_v2(s->db, "SELECT id, name, user, namespace, tier, hash, created_ms, expires_ms, "
                            "COALESCE(revoked_ms, 0) FROM api_keys ORDER BY created_ms", -1, &st, NULL) != SQLITE_OK) {
-        sqlerr(s, err, "prepare");
+        gx_store_sqlerr(s, err, "prepare");
         return NULL;
     }
     json_t *out = json_array();
@@ -382,7 +388,7 @@ int gx_store_put_usage(gx_store *s, const gx_store_usage *rows, size_t n, gx_err
             "INSERT INTO usage (ts_ms, key_id, user, namespace, model, tier, endpoint, prompt_tokens, "
             "completion_tokens, estimated, latency_us, ttft_us, status, stream) "
             "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)", -1, &st, NULL) != SQLITE_OK) {
-        sqlerr(s, err, "prepare");
+        gx_store_sqlerr(s, err, "prepare");
         gx_store_rollback(s);
         return -1;
     }
@@ -406,7 +412,7 @@ int gx_store_put_usage(gx_store *s, const gx_store_usage *rows, size_t n, gx_err
         int rc = sqlite3_step(st);
         sqlite3_reset(st);
         if (rc != SQLITE_DONE) {
-            sqlerr(s, err, "write");
+            gx_store_sqlerr(s, err, "write");
             sqlite3_finalize(st);
             gx_store_rollback(s);
             return -1;
@@ -429,7 +435,7 @@ json_t *gx_store_usage_summary(gx_store *s, const char *group_by, int64_t since_
              "SUM(status >= 400) FROM usage WHERE ts_ms >= ?1 AND (?2 IS NULL OR user = ?2) GROUP BY %s ORDER BY %s",
              col, col, col);
     sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(s->db, sql, -1, &st, NULL) != SQLITE_OK) { sqlerr(s, err, "prepare"); return NULL; }
+    if (sqlite3_prepare_v2(s->db, sql, -1, &st, NULL) != SQLITE_OK) { gx_store_sqlerr(s, err, "prepare"); return NULL; }
     sqlite3_bind_int64(st, 1, since_ms);
     if (user) sqlite3_bind_text(st, 2, user, -1, SQLITE_TRANSIENT);
     else sqlite3_bind_null(st, 2);
@@ -449,7 +455,7 @@ json_t *gx_store_usage_summary(gx_store *s, const char *group_by, int64_t since_
 
 int gx_store_put_password(gx_store *s, const char *user, const char *hash, int64_t now_ms, gx_err *err)
 {
-    return run(s, err, "INSERT INTO passwords (user, hash, updated_ms) VALUES (?1, ?2, ?3) "
+    return gx_store_run(s, err, "INSERT INTO passwords (user, hash, updated_ms) VALUES (?1, ?2, ?3) "
                        "ON CONFLICT (user) DO UPDATE SET hash = excluded.hash, updated_ms = excluded.updated_ms",
                "ssi", user, hash, now_ms);
 }
@@ -458,7 +464,7 @@ json_t *gx_store_passwords(gx_store *s, gx_err *err)
 {
     sqlite3_stmt *st;
     if (sqlite3_prepare_v2(s->db, "SELECT user, hash FROM passwords", -1, &st, NULL) != SQLITE_OK) {
-        sqlerr(s, err, "prepare");
+        gx_store_sqlerr(s, err, "prepare");
         return NULL;
     }
     json_t *out = json_array();
@@ -472,7 +478,7 @@ json_t *gx_store_passwords(gx_store *s, gx_err *err)
 int gx_store_update_user(gx_store *s, const char *name, int admin, const json_t *namespaces, gx_err *err)
 {
     char *n = dump(namespaces);
-    int rc = run(s, err, "UPDATE users SET admin = ?2, namespaces = ?3 WHERE name = ?1", "sis", name, (int64_t)admin, n);
+    int rc = gx_store_run(s, err, "UPDATE users SET admin = ?2, namespaces = ?3 WHERE name = ?1", "sis", name, (int64_t)admin, n);
     free(n);
     return rc;
 }
