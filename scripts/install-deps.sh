@@ -6,7 +6,7 @@ set -euo pipefail
 
 PKGS=(
   build-essential pkg-config clang
-  libmicrohttpd-dev libcurl4-openssl-dev libjansson-dev libyaml-dev
+  libcurl4-openssl-dev libjansson-dev libyaml-dev
   libsqlite3-dev libsodium-dev libcriterion-dev
   curl procps jq
   chromium nodejs npm

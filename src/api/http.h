@@ -1,6 +1,8 @@
-/* http: libmicrohttpd driven from our epoll loop (external mode), with bodies
- * collected up to a limit, and streamed responses that wait without busy-looping.
- * Owns: MHD setup, request/response plumbing, suspend/resume of streams.
+/* http: our HTTP/1.1 server (http.c, parser in http_parse.c) driven by the epoll
+ * loop, with bodies collected up to a limit, deferred answers, and streamed responses
+ * that wait without busy-looping. No TLS (put a TLS-terminating proxy in front), no
+ * HTTP/2.
+ * Owns: request/response plumbing, keep-alive, limits and timeouts, streams.
  * Must not: know routes or JSON shapes beyond the error envelope. */
 #ifndef GX_HTTP_H
 #define GX_HTTP_H
@@ -14,7 +16,7 @@
 typedef struct gx_http gx_http;
 
 typedef struct gx_req {
-    void *conn;              /* struct MHD_Connection * */
+    void *conn;              /* http.c's connection (opaque) */
     const char *method;
     const char *path;        /* without the query string */
     char *body;              /* NUL-terminated */
@@ -23,13 +25,15 @@ typedef struct gx_req {
     void *user;              /* set by the router after authentication */
     /* Deferred answers (the gateway): a handler that sets resp->defer keeps the
      * connection waiting; gx_http_resume() calls the handler again with the same req,
-     * and async (its own state) still set. async_free runs when the request ends. */
+     * and async (its own state) still set. async_free runs when the request ends (the
+     * answer sent, or the client gone), never from inside gx_http_resume. */
     void *async;
     void (*async_free)(void *async);
 } gx_req;
 
 /* A streamed body: read() fills buf and returns the byte count, 0 for "nothing yet"
- * (the connection sleeps until gx_http_wake_streams), or -1 at the end. */
+ * (the connection sleeps until gx_http_wake_streams / gx_http_wake_stream), or -1 at
+ * the end. free() runs when the stream ends or the client leaves (noticed at once). */
 typedef struct gx_stream {
     ssize_t (*read)(void *ud, char *buf, size_t max);
     void (*free)(void *ud);
@@ -64,18 +68,21 @@ void gx_http_wake_streams(gx_http *h);
 int gx_http_stream_count(const gx_http *h);
 /* Wake one stream by the handle gx_stream.wake received (NULL: nothing). */
 void gx_http_wake_stream(void *handle);
-/* Call the handler of a deferred request again (see gx_req.async). */
+/* Call the handler of a deferred request again (see gx_req.async): its answer is
+ * written at once; cleanup and any stream body follow at the next gx_http_run. */
 void gx_http_resume(gx_req *req);
 /* Requests under path prefix get their own body limit, and an over-limit body reaches
  * the handler with body_too_large set (so it can answer in its own error format). */
 void gx_http_set_prefix_limit(gx_http *h, const char *prefix, size_t limit);
-/* MHD's next deadline in ms (-1: none), to bound the loop's sleep. */
+/* 0 when gx_http_run has pending work, else -1 (timeouts run on loop timers). */
 int64_t gx_http_timeout(gx_http *h);
-/* Let MHD do pending work now (e.g. right after waking streams). */
+/* Do pending work now: woken streams, the cleanup after resumed answers. */
 void gx_http_run(gx_http *h);
 
 const char *gx_req_query(const gx_req *r, const char *key);
 const char *gx_req_header(const gx_req *r, const char *name);
+/* The client's IPv4 address, dotted ("127.0.0.1"). */
+const char *gx_req_peer(const gx_req *r);
 
 /* Response helpers. */
 void gx_resp_json(gx_resp *r, int status, json_t *body);           /* steals body */

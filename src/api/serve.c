@@ -93,8 +93,9 @@ static int64_t prepare(gx_loop *l, void *ud)
     int64_t gs = gx_gpu_rt_tick(gx_loop_now(l));   /* GPU samples (utilisation history) */
     if (gs >= 0 && (sleep < 0 || gs < sleep)) sleep = gs;
     gx_http_run(d->http);
-    /* the gateway: transfers done resume their requests, which MHD then answers;
-     * answers may start transfers, whose curl timer the second tick arms */
+    /* the gateway: transfers done resume their requests (answered at once); http_run
+     * does the cleanup after them; answers may start transfers, whose timer the
+     * second tick arms */
     gx_maas_tick(d->maas);
     gx_http_run(d->http);
     int64_t g = gx_maas_tick(d->maas);
