@@ -4,10 +4,12 @@
 #  1. small non-streamed chat completions, 64 connections, wrk (Debian's), D seconds each:
 #     upstream directly, through nginx (proxy_pass, 1 worker, upstream keep-alive) and
 #     through gpuaas with auth, limits and usage metering on. req/s, p50, p99, ratios.
+#     ROUNDS (default 3) rounds alternate the three, and the medians are compared, so that
+#     load from elsewhere on a shared machine falls on all three alike.
 #  2. N concurrent streams (40 tokens, 50 ms apart) through nginx and through gpuaas:
 #     how many complete, and the proxy's CPU seconds.
 # Prints figures only; never fails on time.
-# Usage: bench/gateway.sh [SECONDS=5] [STREAMS=1000]   (needs wrk and nginx-light)
+# Usage: [ROUNDS=3] bench/gateway.sh [SECONDS=5] [STREAMS=1000]   (needs wrk and nginx-light)
 set -euo pipefail
 D=${1:-5}
 N=${2:-1000}
@@ -99,10 +101,25 @@ run() {
   printf "  %-28s %10.0f req/s   p50 %7.3f ms   p99 %7.3f ms   non-2xx %s\n" "$1" "$rps" "$p50" "$p99" "$errs" >&2
   echo "$rps $p50 $p99"
 }
-echo "gateway benchmark: $(nproc) CPUs, wrk -t1 -c64 -d${D}s, small non-streamed chat completions"
-read -r d_rps d_p50 d_p99 < <(run "upstream directly" "http://127.0.0.1:$UP/v1/chat/completions")
-read -r n_rps n_p50 n_p99 < <(run "nginx proxy_pass" "http://127.0.0.1:$NGP/v1/chat/completions")
-read -r g_rps g_p50 g_p99 < <(run "gpuaas (auth+limits+meter)" "$GW/v1/chat/completions")
+R=${ROUNDS:-3}
+echo "gateway benchmark: $(nproc) CPUs, wrk -t1 -c64 -d${D}s, small non-streamed chat completions, $R rounds"
+median() { sort -n | awk '{v[NR]=$1} END{print v[int((NR+1)/2)]}'; }
+: >"$TMP/d"; : >"$TMP/n"; : >"$TMP/g"
+for r in $(seq 1 "$R"); do
+  echo " round $r"
+  run "upstream directly" "http://127.0.0.1:$UP/v1/chat/completions" >>"$TMP/d"
+  run "nginx proxy_pass" "http://127.0.0.1:$NGP/v1/chat/completions" >>"$TMP/n"
+  run "gpuaas (auth+limits+meter)" "$GW/v1/chat/completions" >>"$TMP/g"
+done
+for k in d n g; do
+  read -r "${k}_rps" < <(awk '{print $1}' "$TMP/$k" | median)
+  read -r "${k}_p50" < <(awk '{print $2}' "$TMP/$k" | median)
+  read -r "${k}_p99" < <(awk '{print $3}' "$TMP/$k" | median)
+done
+echo " medians"
+printf "  %-28s %10.0f req/s   p50 %7.3f ms   p99 %7.3f ms\n" "upstream directly" "$d_rps" "$d_p50" "$d_p99"
+printf "  %-28s %10.0f req/s   p50 %7.3f ms   p99 %7.3f ms\n" "nginx proxy_pass" "$n_rps" "$n_p50" "$n_p99"
+printf "  %-28s %10.0f req/s   p50 %7.3f ms   p99 %7.3f ms\n" "gpuaas (auth+limits+meter)" "$g_rps" "$g_p50" "$g_p99"
 awk -v g="$g_rps" -v n="$n_rps" -v d="$d_rps" -v gp="$g_p99" -v np="$n_p99" -v dp="$d_p99" 'BEGIN{
   printf "  throughput ratio gpuaas/nginx: %.2f   gpuaas/direct: %.2f\n", g/n, g/d;
   printf "  added p99 over direct: gpuaas %.3f ms, nginx %.3f ms\n", gp-dp, np-dp }'

@@ -4,7 +4,8 @@
  * is checked against (no SQLite on the request path), revocation and expiry.
  * Must not: log, store or return a key in clear except once, to its creator.
  * A revocation is committed, then applied to the table before the answer, so the
- * very next request with that key is refused; expiry is checked on every request. */
+ * very next request with that key is refused; expiry is checked on every request.
+ * Each key carries its rate-limit bucket; usage.c saves and restores those. */
 #include <errno.h>
 #include <fcntl.h>
 #include <sodium.h>
@@ -212,3 +213,7 @@ json_t *gx_maas_keys_list(gx_maas_keys *k, const char *user, int64_t now)
         if (!user || !strcmp(user, k->all[i]->user)) json_array_append_new(out, gx_maas_key_view(k->all[i], now));
     return out;
 }
+
+size_t gx_maas_keys_count(const gx_maas_keys *k) { return k->n; }
+
+gx_maas_key *gx_maas_keys_at(gx_maas_keys *k, size_t i) { return i < k->n ? k->all[i] : NULL; }

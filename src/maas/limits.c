@@ -5,7 +5,9 @@
  * Exactness: an admission checks used + reserved + cost <= limit for every window of
  * the key and of the tier, then takes all of them at once (one thread: no race), so
  * however many requests race, the tokens charged in a window never pass its limit as
- * long as the upstream keeps to max_tokens (the reservation is the worst case). */
+ * long as the upstream keeps to max_tokens (the reservation is the worst case).
+ * Restarts: admission and settlement mark the buckets dirty; usage.c saves them from
+ * the tick (never here, on the request path) and gx_maas_bucket_restore puts them back. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -134,9 +136,35 @@ int gx_maas_tier_parse(const json_t *doc, gx_maas_tier *t, gx_err *err)
     return 0;
 }
 
+/* Line a bucket's slots up with the limit's windows, matched by length: a bucket read
+ * back at start, or one of a tier whose windows were changed, keeps the counts of the
+ * windows that still exist, whatever their order; the others start empty. */
+static void align(int n, const gx_maas_wspec *w, int64_t *len, int64_t *start, int64_t *used)
+{
+    int64_t ol[GX_MAAS_WIN], os[GX_MAAS_WIN], ou[GX_MAAS_WIN];
+    memcpy(ol, len, sizeof ol);
+    memcpy(os, start, sizeof os);
+    memcpy(ou, used, sizeof ou);
+    for (int i = 0; i < GX_MAAS_WIN; i++) {
+        len[i] = i < n ? w[i].len_ms : 0;
+        start[i] = used[i] = 0;
+        for (int j = 0; i < n && j < GX_MAAS_WIN; j++)
+            if (ol[j] == w[i].len_ms) { start[i] = os[j]; used[i] = ou[j]; ol[j] = -1; break; }
+    }
+}
+
+static int aligned(int n, const gx_maas_wspec *w, const int64_t *len)
+{
+    for (int i = 0; i < n; i++)
+        if (len[i] != w[i].len_ms) return 0;
+    return 1;
+}
+
 /* Start a new window when now has moved past the current one. */
 static void roll(const gx_maas_limits *l, gx_maas_bucket *b, int64_t now)
 {
+    if (!aligned(l->nreq, l->req, b->req_len)) align(l->nreq, l->req, b->req_len, b->req_start, b->req_used);
+    if (!aligned(l->ntok, l->tok, b->tok_len)) align(l->ntok, l->tok, b->tok_len, b->tok_start, b->tok_used);
     for (int i = 0; i < l->nreq; i++) {
         int64_t start = now - now % l->req[i].len_ms;
         if (b->req_start[i] != start) { b->req_start[i] = start; b->req_used[i] = 0; }
@@ -145,6 +173,20 @@ static void roll(const gx_maas_limits *l, gx_maas_bucket *b, int64_t now)
         int64_t start = now - now % l->tok[i].len_ms;
         if (b->tok_start[i] != start) { b->tok_start[i] = start; b->tok_used[i] = 0; }
     }
+}
+
+int gx_maas_bucket_restore(gx_maas_bucket *b, int tokens, int64_t len_ms, int64_t start_ms, int64_t used)
+{
+    int64_t *len = tokens ? b->tok_len : b->req_len;
+    if (len_ms <= 0 || used < 0) return -1;
+    for (int i = 0; i < GX_MAAS_WIN; i++) {
+        if (len[i] && len[i] != len_ms) continue;
+        len[i] = len_ms;
+        (tokens ? b->tok_start : b->req_start)[i] = start_ms;
+        (tokens ? b->tok_used : b->req_used)[i] = used;
+        return 0;
+    }
+    return -1;
 }
 
 /* Would this request fit? Fills the verdict's numbers for the tightest window. */
@@ -224,6 +266,7 @@ int gx_maas_admit(gx_maas_tier *t, gx_maas_bucket *kb, int64_t cost, int64_t now
         t->bucket.tok_reserved += cost;
         kb->inflight++;
         t->bucket.inflight++;
+        kb->dirty = t->bucket.dirty = t->dirty = 1;
     }
     headers_of(&t->per_key, kb, now, v);
     if (v->lim_req < 0 && v->lim_tok < 0) headers_of(&t->shared, &t->bucket, now, v);
@@ -247,4 +290,5 @@ void gx_maas_settle(gx_maas_tier *t, gx_maas_bucket *kb, int64_t reserved, int64
 {
     settle_one(&t->per_key, kb, reserved, actual, refund_request, now);
     settle_one(&t->shared, &t->bucket, reserved, actual, refund_request, now);
+    kb->dirty = t->bucket.dirty = t->dirty = 1;
 }

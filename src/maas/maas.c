@@ -47,6 +47,7 @@ gx_maas *gx_maas_new(struct gx_daemon *d, gx_err *err)
     if (!(m->keys = gx_maas_keys_open(d->store, d->cfg.data_dir, err))) goto fail;
     if (!(m->proxy = gx_maas_proxy_new(m))) { gx_errf(err, 500, "", "cannot start the gateway's HTTP client"); goto fail; }
     m->usage = gx_maas_usage_new(d->store);
+    gx_maas_windows_load(m, gx_maas_now(m)); /* budgets used before a restart */
     return m;
 fail:
     gx_maas_free(m);
@@ -68,6 +69,7 @@ void gx_maas_free(gx_maas *m)
 {
     if (!m) return;
     if (m->usage) gx_maas_usage_flush(m->usage, 0, 1);
+    if (m->usage) gx_maas_windows_flush(m, gx_maas_now(m), 1);
     if (m->proxy) gx_maas_models_free(m);
     gx_maas_proxy_free(m->proxy);
     gx_maas_usage_free(m->usage);
@@ -100,6 +102,7 @@ int64_t gx_maas_tick(gx_maas *m)
     }
     b = next_models - now;
     gx_maas_usage_flush(m->usage, now, 0);
+    gx_maas_windows_flush(m, now, 0);
     if (a >= 0 && a < b) b = a;
     return b < 0 ? 0 : b;
 }
@@ -138,30 +141,40 @@ void gx_maas_oai_error(gx_resp *resp, int status, const char *type, const char *
                                          "param", "code", code));
 }
 
+/* A header whose value is an integer, formatted in place (every answer carries four to
+ * six of these: snprintf twice over each showed in the profile). */
+static void int_header(gx_resp *resp, const char *name, int64_t v)
+{
+    if (resp->nh >= 16) return;
+    char tmp[24], *q = tmp + sizeof tmp;
+    uint64_t x = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
+    do { *--q = (char)('0' + x % 10); x /= 10; } while (x);
+    if (v < 0) *--q = '-';
+    size_t n = (size_t)(tmp + sizeof tmp - q);
+    resp->hname[resp->nh] = name;
+    memcpy(resp->hval[resp->nh], q, n);
+    resp->hval[resp->nh][n] = 0;
+    resp->nh++;
+}
+
 void gx_maas_limit_headers(gx_resp *resp, const gx_maas_verdict *v)
 {
     char b[64];
     if (v->lim_req >= 0) {
-        snprintf(b, sizeof b, "%lld", (long long)v->lim_req);
-        gx_resp_header(resp, "x-ratelimit-limit-requests", b);
-        snprintf(b, sizeof b, "%lld", (long long)v->rem_req);
-        gx_resp_header(resp, "x-ratelimit-remaining-requests", b);
+        int_header(resp, "x-ratelimit-limit-requests", v->lim_req);
+        int_header(resp, "x-ratelimit-remaining-requests", v->rem_req);
         gx_maas_fmt_reset(v->reset_req_ms, b, sizeof b);
         gx_resp_header(resp, "x-ratelimit-reset-requests", b);
     }
     if (v->lim_tok >= 0) {
-        snprintf(b, sizeof b, "%lld", (long long)v->lim_tok);
-        gx_resp_header(resp, "x-ratelimit-limit-tokens", b);
-        snprintf(b, sizeof b, "%lld", (long long)v->rem_tok);
-        gx_resp_header(resp, "x-ratelimit-remaining-tokens", b);
+        int_header(resp, "x-ratelimit-limit-tokens", v->lim_tok);
+        int_header(resp, "x-ratelimit-remaining-tokens", v->rem_tok);
         gx_maas_fmt_reset(v->reset_tok_ms, b, sizeof b);
         gx_resp_header(resp, "x-ratelimit-reset-tokens", b);
     }
     if (v->result != GX_MAAS_OK) {
-        snprintf(b, sizeof b, "%lld", (long long)((v->retry_ms + 999) / 1000));
-        gx_resp_header(resp, "retry-after", b);
-        snprintf(b, sizeof b, "%lld", (long long)v->retry_ms);
-        gx_resp_header(resp, "retry-after-ms", b);
+        int_header(resp, "retry-after", (v->retry_ms + 999) / 1000);
+        int_header(resp, "retry-after-ms", v->retry_ms);
     }
 }
 
@@ -458,4 +471,18 @@ void gx_maas_api(gx_maas *m, const gx_user *u, gx_req *req, gx_resp *resp, char 
     else if (!strcmp(what, "tiers")) objects_api(m, u, req, resp, seg, nseg, 0);
     else if (!strcmp(what, "usage") && nseg == 3 && !strcmp(req->method, "GET")) usage_api(m, u, req, resp);
     else gx_resp_errorf(resp, 404, "no such path %s", req->path);
+}
+
+/* ---- for the portal (src/portal): its Models page shows only what a user may use ---- */
+
+int gx_maas_tier_open(gx_maas *m, const char *tier, const gx_user *u, const char *ns)
+{
+    const gx_maas_tier *t = gx_maas_tier_get(m, tier);
+    return t && allowed_tier(t, u, ns);
+}
+
+json_t *gx_maas_model_status(gx_maas *m, const char *name)
+{
+    const gx_maas_model *md = gx_strmap_get(&m->models, name);
+    return md && md->present ? gx_maas_model_view(md) : NULL;
 }

@@ -45,4 +45,10 @@ void gx_maas_user_deleted(gx_maas *m, const char *user);
 /* Append the gateway's Prometheus lines to a malloc'd text (returns the new text). */
 char *gx_maas_metrics(gx_maas *m, char *text);
 
+/* For the portal: may u create keys of this tier in namespace ns (the rule of
+ * POST /api/v1/keys)? 0 when there is no such tier. */
+int gx_maas_tier_open(gx_maas *m, const char *tier, const gx_user *u, const char *ns);
+/* For the portal: a Model as GET /api/v1/models/NAME shows it, or NULL. */
+json_t *gx_maas_model_status(gx_maas *m, const char *name);
+
 #endif

@@ -33,8 +33,12 @@ typedef struct gx_maas_limits {
 typedef struct gx_maas_bucket {
     int64_t req_start[GX_MAAS_WIN], req_used[GX_MAAS_WIN];
     int64_t tok_start[GX_MAAS_WIN], tok_used[GX_MAAS_WIN];
+    int64_t req_len[GX_MAAS_WIN], tok_len[GX_MAAS_WIN];  /* each slot's window (0: empty), so that
+                                                         * a bucket read back at start, or a tier whose
+                                                         * windows changed, lines up by length */
     int64_t tok_reserved;
     int inflight;
+    int dirty;                 /* used counts changed since they were last saved */
 } gx_maas_bucket;
 
 enum { GX_MAAS_OK = 0, GX_MAAS_LIM_REQUESTS, GX_MAAS_LIM_TOKENS, GX_MAAS_LIM_CONCURRENCY, GX_MAAS_LIM_TOO_BIG };
@@ -54,6 +58,7 @@ typedef struct gx_maas_tier {
     gx_maas_limits per_key;    /* spec.limits: every key of the tier has this budget */
     gx_maas_limits shared;     /* spec.sharedLimits: all keys of the tier together */
     gx_maas_bucket bucket;     /* counters of the shared limits */
+    int dirty;                 /* this bucket or one of its keys' changed since the last save */
     int64_t max_key_life_ms;
     int64_t max_tokens;        /* reservation when a request names no max_tokens, and its cap */
     json_t *users, *namespaces;  /* who may create keys of this tier (NULL: everyone) */
@@ -72,6 +77,9 @@ void gx_maas_settle(gx_maas_tier *t, gx_maas_bucket *kb, int64_t reserved, int64
                     int refund_request, int64_t now);
 /* "1s", "20ms", "6m0s" (OpenAI's reset format). */
 void gx_maas_fmt_reset(int64_t ms, char *out, size_t n);
+/* Put back a window saved before a restart (tokens: 0 requests, 1 tokens); the next
+ * admission lines it up with the tier's windows. -1 when the bucket has no free slot. */
+int gx_maas_bucket_restore(gx_maas_bucket *b, int tokens, int64_t len_ms, int64_t start_ms, int64_t used);
 
 /* ---- keys.c ------------------------------------------------------------------------ */
 
@@ -98,6 +106,9 @@ int gx_maas_keys_revoke_user(gx_maas_keys *k, const char *user, int64_t now);
 /* [{id,name,user,namespace,tier,createdAt,expiresAt,revokedAt,state}] of user (NULL: all). */
 json_t *gx_maas_keys_list(gx_maas_keys *k, const char *user, int64_t now);
 json_t *gx_maas_key_view(const gx_maas_key *key, int64_t now);
+/* Every key, for the periodic save of their windows: i from 0 to gx_maas_keys_count - 1. */
+size_t gx_maas_keys_count(const gx_maas_keys *k);
+gx_maas_key *gx_maas_keys_at(gx_maas_keys *k, size_t i);
 
 /* ---- models.c ------------------------------------------------------------------------ */
 
@@ -114,6 +125,7 @@ typedef struct gx_maas_replica {
     int port;
     int wl_state;              /* 0 none, 1 submitted, 2 stopping (waiting to delete) */
     int64_t start_at;          /* restart after back-off */
+    char created[40];          /* createdAt of its Job, recorded so a restarted daemon adopts it */
     int64_t backoff_ms;
     int restarts;
 } gx_maas_replica;
@@ -191,6 +203,11 @@ void gx_maas_usage_limited(gx_maas_usage *u, const char *model, const char *tier
 /* Write pending records when due (one transaction). */
 void gx_maas_usage_flush(gx_maas_usage *u, int64_t now, int force);
 char *gx_maas_usage_metrics(gx_maas_usage *u, char *text);
+/* Rate-limit windows survive restarts: read them back at start (into keys, and into
+ * placeholder tiers that the Tier's apply fills in), and save the changed ones from the
+ * tick, at most once a second, and at shutdown (force). */
+void gx_maas_windows_load(gx_maas *m, int64_t now);
+void gx_maas_windows_flush(gx_maas *m, int64_t now, int force);
 json_t *gx_maas_usage_query(gx_maas_usage *u, const char *group_by, int64_t since_ms, const char *user, gx_err *err);
 
 /* ---- proxy.c ------------------------------------------------------------------------- */

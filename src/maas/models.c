@@ -5,7 +5,11 @@
  * model server's life: a long-running Job per replica in a Kueue queue (so it takes
  * its GPU share through the same quotas as everything else), restarted with
  * exponential back-off when it ends, started on the first request when scaled to
- * zero and stopped again after idleSeconds without requests.
+ * zero and stopped again after idleSeconds without requests. Across a restart of the
+ * daemon, a server it started is adopted (same port, no new replica) when the store's
+ * record of it (meta "maas-server:<ns/name>": its Job's createdAt, port and a hash of the
+ * model's spec) matches the re-adopted Job: a Job of the same name that someone else
+ * submitted, or one of an older spec, is replaced, never trusted with traffic.
  * Must not: free a replica or a model while the daemon runs (requests in flight point
  * to them); block (probes go through proxy.c's curl multi). */
 #include <arpa/inet.h>
@@ -158,6 +162,58 @@ static gx_maas_replica *new_replica(const char *url)
     while (n && r->url[n - 1] == '/') r->url[--n] = 0;
     if (n >= 3 && !strcmp(r->url + n - 3, "/v1")) r->url[n - 3] = 0; /* we add /v1/... ourselves */
     return r;
+}
+
+/* FNV-1a of the spec's canonical text: a server started for another spec is not adopted. */
+static unsigned long long spec_hash(const json_t *spec)
+{
+    char *t = json_dumps(spec, JSON_COMPACT | JSON_SORT_KEYS);
+    unsigned long long h = 1469598103934665603ULL;
+    for (const char *p = t ? t : ""; *p; p++) h = (h ^ (unsigned char)*p) * 1099511628211ULL;
+    free(t);
+    return h;
+}
+
+static void record_key(const gx_maas_replica *r, char *out, size_t n) { snprintf(out, n, "maas-server:%s", r->wl_key); }
+
+/* Remember (value "createdAt port hash") or forget ("", md may be NULL) the server a
+ * replica started. */
+static void record_server(gx_maas *m, const gx_maas_model *md, const gx_maas_replica *r, int keep)
+{
+    char k[300], v[128] = "";
+    record_key(r, k, sizeof k);
+    if (keep && md) snprintf(v, sizeof v, "%s %d %016llx", r->created[0] ? r->created : "-", r->port, spec_hash(md->spec));
+    gx_err e;
+    gx_err_clear(&e);
+    if (gx_store_meta_put(m->d->store, k, v, &e))
+        fprintf(stderr, "gpuaas: gateway: recording model server %s: %s (it is replaced after a restart)\n", r->wl_key, e.msg);
+}
+
+/* A Job of this replica's name found when the replica has none: the server this
+ * daemon started before a restart? Then take it over as it is: its port from the
+ * record, ready at once when its process runs (the probe confirms within 5 s), so
+ * that requests right after the restart are served. 1 when adopted. */
+static int adopt(gx_maas *m, gx_maas_model *md, gx_maas_replica *r, const json_t *v, int64_t now)
+{
+    const char *phase = json_string_value(json_object_get(v, "phase"));
+    const char *created = json_string_value(json_object_get(v, "createdAt"));
+    if (!phase || !created || (strcmp(phase, "Running") && strcmp(phase, "Pending") && strcmp(phase, "Admitted")))
+        return 0;
+    char k[300], rec[128], c[40];
+    int port;
+    unsigned long long h;
+    record_key(r, k, sizeof k);
+    if (gx_store_meta_get(m->d->store, k, rec, sizeof rec) || sscanf(rec, "%39s %d %llx", c, &port, &h) != 3) return 0;
+    if (strcmp(c, created) || h != spec_hash(md->spec) || port <= 0 || port > 65535) return 0;
+    r->port = port;
+    snprintf(r->url, sizeof r->url, "http://127.0.0.1:%d", port);
+    snprintf(r->created, sizeof r->created, "%s", created);
+    r->wl_state = 1;
+    r->start_at = now;
+    r->ready = !strcmp(phase, "Running");
+    r->next_probe_ms = now;
+    fprintf(stderr, "gpuaas: gateway: model %s: adopted its server %s (%s, port %d)\n", md->name, r->wl_key, phase, port);
+    return 1;
 }
 
 /* Stop a workload replica's Job (it is deleted once its processes are gone). */
@@ -350,7 +406,11 @@ static void manage(gx_maas *m, gx_maas_model *md, gx_maas_replica *r, int desire
     gx_err_clear(&e);
     if (r->wl_state == 2) { /* stopping: delete the Job once its processes are gone */
         if (!gx_d_active(m->d, r->wl_key)) {
-            gx_d_delete(m->d, r->wl_key, &e);
+            json_t *v = gx_d_view(m->d, r->wl_key);
+            /* forget it first: a crash between the two leaves a Job that is not adopted */
+            if (v) record_server(m, md, r, 0);
+            if (v) gx_d_delete(m->d, r->wl_key, &e);
+            json_decref(v);
             r->wl_state = 0;
         }
         return;
@@ -376,9 +436,18 @@ static void manage(gx_maas *m, gx_maas_model *md, gx_maas_replica *r, int desire
         json_decref(v);
         return;
     }
-    if (!desired || now < r->start_at || r->retired) return;
+    if (r->retired || !md->present) return;
     json_t *old = gx_d_view(m->d, r->wl_key);
-    if (old) { /* left over from an earlier run of the daemon (its port is unknown): replace it */
+    if (old && adopt(m, md, r, old, now)) {
+        json_decref(old);
+        if (!desired) { /* a scaled-to-zero model whose server ran: it idles out from now */
+            md->wanted = 1;
+            md->last_request_ms = now;
+        }
+        return;
+    }
+    if (!desired || now < r->start_at) { json_decref(old); return; }
+    if (old) { /* not one this daemon started for this spec: replace it */
         json_decref(old);
         r->wl_state = 1;
         stop_replica(m, r);
@@ -395,6 +464,8 @@ static void manage(gx_maas *m, gx_maas_model *md, gx_maas_replica *r, int desire
         r->wl_state = 1;
         r->start_at = now;
         r->next_probe_ms = now + 100;
+        snprintf(r->created, sizeof r->created, "%s", json_string_value(json_object_get(view, "createdAt")) ?: "");
+        record_server(m, md, r, 1);
     }
     json_decref(view);
     json_decref(job);

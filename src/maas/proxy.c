@@ -1,5 +1,7 @@
 /* maas/proxy: forwarding one OpenAI request to a model server, in the daemon's loop.
- * Owns: libcurl multi_socket driven by gx_loop (sockets and the timer), admission
+ * Owns: the transport choice (upstream.c, our pooled HTTP/1.1 client, for http://
+ * servers by address; libcurl multi_socket driven by gx_loop for https://, names and
+ * readiness probes), the sink both transports feed (status, body, end), admission
  * (model, tier, reservation), the upstream body (stream_options.include_usage added
  * to streamed requests), retry on another replica while nothing has been received,
  * streaming back with back-pressure (the upstream is paused while the client is
@@ -16,6 +18,7 @@
 #include <sys/epoll.h>
 #include "api/daemon.h"
 #include "maas/maas_int.h"
+#include "maas/upstream.h"
 
 #define HIGH_WATER (256 * 1024)   /* pause the upstream above this much unsent */
 #define LOW_WATER (64 * 1024)
@@ -36,8 +39,11 @@ typedef struct call {
     int own_body, stream, attempts;
     int64_t reserved, prompt_est;
     gx_maas_verdict v;
-    CURL *easy;
+    CURL *easy;                   /* the transfer, when through libcurl */
     struct curl_slist *hdrs;
+    gx_up_req up;                 /* the transfer, when through upstream.c (up.conn set) */
+    int active;                   /* a transfer (either) is in progress */
+    int too_big;
     long status;
     char ctype[128];
     gx_maas_buf out;
@@ -54,6 +60,8 @@ typedef struct call {
 struct gx_maas_proxy {
     gx_maas *m;
     CURLM *multi;
+    gx_up *up;
+    int curl_only;                /* GPUAAS_GATEWAY_UPSTREAM=curl: every transfer through libcurl */
     int64_t timer_at;             /* -1: no curl timer */
     CURL **pool;
     size_t npool, cappool;
@@ -97,6 +105,7 @@ static int on_timer(CURLM *multi, long ms, void *userp)
 
 int64_t gx_maas_proxy_tick(gx_maas_proxy *p)
 {
+    int64_t u = gx_up_tick(p->up);
     int64_t now = gx_maas_now(p->m);
     if (p->timer_at >= 0 && now >= p->timer_at) {
         p->timer_at = -1;
@@ -104,8 +113,8 @@ int64_t gx_maas_proxy_tick(gx_maas_proxy *p)
         curl_multi_socket_action(p->multi, CURL_SOCKET_TIMEOUT, 0, &running);
         check_done(p);
     }
-    if (p->timer_at < 0) return -1;
-    return p->timer_at > now ? p->timer_at - now : 0;
+    int64_t t = p->timer_at < 0 ? -1 : p->timer_at > now ? p->timer_at - now : 0;
+    return t < 0 || (u >= 0 && u < t) ? u : t;
 }
 
 static CURL *easy_get(gx_maas_proxy *p)
@@ -137,6 +146,10 @@ gx_maas_proxy *gx_maas_proxy_new(gx_maas *m)
     p->m = m;
     p->timer_at = -1;
     p->multi = curl_multi_init();
+    p->up = gx_up_new(m->d->loop);
+    if (!p->multi || !p->up) { curl_multi_cleanup(p->multi); free(p->up); free(p); return NULL; }
+    const char *t = getenv("GPUAAS_GATEWAY_UPSTREAM"); /* for A/B runs and testing the libcurl path */
+    p->curl_only = t && !strcmp(t, "curl");
     curl_multi_setopt(p->multi, CURLMOPT_SOCKETFUNCTION, on_socket);
     curl_multi_setopt(p->multi, CURLMOPT_SOCKETDATA, p);
     curl_multi_setopt(p->multi, CURLMOPT_TIMERFUNCTION, on_timer);
@@ -187,12 +200,15 @@ static void record(call *c, int status, int64_t prompt, int64_t completion, int 
     gx_maas_record r;
     memset(&r, 0, sizeof r);
     r.ts_ms = gx_maas_now(c->m);
-    snprintf(r.key_id, sizeof r.key_id, "%s", c->key->id);
-    snprintf(r.user, sizeof r.user, "%s", c->key->user);
-    snprintf(r.ns, sizeof r.ns, "%s", c->key->ns);
-    snprintf(r.model, sizeof r.model, "%s", c->model->name);
-    snprintf(r.tier, sizeof r.tier, "%s", c->tier->name);
-    snprintf(r.endpoint, sizeof r.endpoint, "%s", c->endpoint);
+    /* same-size NUL-terminated arrays on both sides: plain copies (no formatting per request) */
+#define COPY(dst, src) do { _Static_assert(sizeof(dst) == sizeof(src), #dst); memcpy(dst, src, sizeof dst); } while (0)
+    COPY(r.key_id, c->key->id);
+    COPY(r.user, c->key->user);
+    COPY(r.ns, c->key->ns);
+    COPY(r.model, c->model->name);
+    COPY(r.tier, c->tier->name);
+    COPY(r.endpoint, c->endpoint);
+#undef COPY
     r.prompt = prompt;
     r.completion = completion;
     r.estimated = estimated;
@@ -245,13 +261,17 @@ static void free_call(call *c)
 /* Stop the transfer (the upstream sees its connection close). */
 static void stop_transfer(call *c)
 {
-    if (!c->easy) return;
-    curl_multi_remove_handle(c->m->proxy->multi, c->easy);
-    curl_easy_setopt(c->easy, CURLOPT_HTTPHEADER, NULL);
-    easy_put(c->m->proxy, c->easy);
-    c->easy = NULL;
-    curl_slist_free_all(c->hdrs);
-    c->hdrs = NULL;
+    if (!c->active) return;
+    c->active = 0;
+    if (c->easy) {
+        curl_multi_remove_handle(c->m->proxy->multi, c->easy);
+        curl_easy_setopt(c->easy, CURLOPT_HTTPHEADER, NULL);
+        easy_put(c->m->proxy, c->easy);
+        c->easy = NULL;
+        curl_slist_free_all(c->hdrs);
+        c->hdrs = NULL;
+    }
+    gx_up_cancel(c->m->proxy->up, &c->up); /* nothing when it already ended */
     if (c->rep->outstanding > 0) c->rep->outstanding--;
 }
 
@@ -261,7 +281,7 @@ static void release(call *c)
     if (!c->gone) {
         c->gone = 1;
         c->req = NULL;
-        if (c->easy) { /* client left mid-answer: cancel the upstream request */
+        if (c->active) { /* client left mid-answer: cancel the upstream request */
             stop_transfer(c);
             gx_maas_sse_feed(&c->sse, "", 0, &c->out, 1);
             settle(c, 499, 0);
@@ -280,16 +300,93 @@ static void wake(call *c)
     gx_http_wake_stream(c->wake);
 }
 
-static void got_status(call *c)
+/* ---- the sink both transports feed --------------------------------------------------- */
+
+/* The upstream's status and headers: a 200 stream starts toward the client now, so
+ * that heartbeats flow while the model is still reading a long prompt. */
+static void sink_head(call *c, int status, const char *ctype)
 {
-    char *ct = NULL;
-    curl_easy_getinfo(c->easy, CURLINFO_RESPONSE_CODE, &c->status);
-    curl_easy_getinfo(c->easy, CURLINFO_CONTENT_TYPE, &ct);
-    snprintf(c->ctype, sizeof c->ctype, "%s", ct ? ct : "application/json");
+    c->status = status;
+    snprintf(c->ctype, sizeof c->ctype, "%s", ctype ? ctype : "application/json");
+    if (c->stream && c->status == 200 && c->state == WAITING) {
+        c->state = STREAMING;
+        if (c->req) gx_http_resume(c->req);
+    }
 }
 
-/* The end of the upstream's headers: a 200 stream starts toward the client now, so
- * that heartbeats flow while the model is still reading a long prompt. */
+static void pause_upstream(call *c)
+{
+    if (c->paused) return;
+    c->paused = 1;
+    c->m->proxy->pauses++;
+    if (c->up.conn) gx_up_pause(&c->up);
+    /* libcurl: on_write answers CURL_WRITEFUNC_PAUSE to its next call */
+}
+
+static void resume_upstream(call *c)
+{
+    if (!c->paused) return;
+    c->paused = 0;
+    if (c->up.conn) gx_up_resume(c->m->proxy->up, &c->up);
+    else if (c->easy) curl_easy_pause(c->easy, CURLPAUSE_CONT); /* may deliver the held data right here */
+}
+
+/* Bytes of the answer. Returns -1 when the answer is too large to buffer (the caller
+ * ends the transfer). */
+static int sink_body(call *c, const char *p, size_t n)
+{
+    if (c->t_first <= 0) c->t_first = gx_maas_mono();
+    if (c->stream && c->status == 200) {
+        gx_maas_sse_feed(&c->sse, p, n, &c->out, 0);
+        if (c->out.len - c->out.off > HIGH_WATER) pause_upstream(c);
+        if (c->state == WAITING) {
+            c->state = STREAMING;
+            if (c->req) gx_http_resume(c->req);
+        } else {
+            wake(c);
+        }
+        return 0;
+    }
+    if (c->out.len + n > MAX_ANSWER) return -1;
+    gx_maas_buf_add(&c->out, p, n);
+    return 0;
+}
+
+static void sink_end(call *c, int ok, int got_bytes, const char *why);
+
+/* ---- transport: upstream.c ------------------------------------------------------------- */
+
+static void up_head(void *ud, int status, const char *ctype) { sink_head(ud, status, ctype); }
+
+static void up_body(void *ud, const char *p, size_t n)
+{
+    call *c = ud;
+    if (!sink_body(c, p, n)) return;
+    c->too_big = 1;
+    gx_up_cancel(c->m->proxy->up, &c->up);
+    sink_end(c, 0, 1, "the answer is too large");
+}
+
+static void up_done(void *ud, int err, int got_bytes, const char *why)
+{
+    call *c = ud;
+    sink_end(c, err == GX_UP_OK, got_bytes, why && *why ? why : gx_up_strerror(err));
+}
+
+static const gx_up_cb up_cb = {up_head, up_body, up_done};
+
+/* ---- transport: libcurl ------------------------------------------------------------------ */
+
+static void curl_status(call *c)
+{
+    char *ct = NULL;
+    long code = 0;
+    curl_easy_getinfo(c->easy, CURLINFO_RESPONSE_CODE, &code);
+    curl_easy_getinfo(c->easy, CURLINFO_CONTENT_TYPE, &ct);
+    sink_head(c, (int)code, ct);
+}
+
+/* The end of the upstream's headers (curl calls this for each header line). */
 static size_t on_header(char *buf, size_t size, size_t nmemb, void *ud)
 {
     call *c = ud;
@@ -297,13 +394,7 @@ static size_t on_header(char *buf, size_t size, size_t nmemb, void *ud)
     if (n <= 2 && (buf[0] == '\r' || buf[0] == '\n')) {
         long code = 0;
         curl_easy_getinfo(c->easy, CURLINFO_RESPONSE_CODE, &code);
-        if (code >= 200) {
-            got_status(c);
-            if (c->stream && c->status == 200 && c->state == WAITING) {
-                c->state = STREAMING;
-                if (c->req) gx_http_resume(c->req);
-            }
-        }
+        if (code >= 200) curl_status(c);
     }
     return n;
 }
@@ -312,25 +403,9 @@ static size_t on_write(char *ptr, size_t size, size_t nmemb, void *ud)
 {
     call *c = ud;
     size_t n = size * nmemb;
-    if (!c->status) got_status(c);
-    if (c->t_first <= 0) c->t_first = gx_maas_mono();
-    if (c->stream && c->status == 200) {
-        if (c->out.len - c->out.off > HIGH_WATER) {
-            if (!c->paused) c->m->proxy->pauses++;
-            c->paused = 1;
-            return CURL_WRITEFUNC_PAUSE;
-        }
-        gx_maas_sse_feed(&c->sse, ptr, n, &c->out, 0);
-        if (c->state == WAITING) {
-            c->state = STREAMING;
-            if (c->req) gx_http_resume(c->req);
-        } else {
-            wake(c);
-        }
-        return n;
-    }
-    if (c->out.len + n > MAX_ANSWER) return 0; /* aborts the transfer */
-    gx_maas_buf_add(&c->out, ptr, n);
+    if (!c->status) curl_status(c);
+    if (c->paused) return CURL_WRITEFUNC_PAUSE; /* held by curl until resume_upstream */
+    if (sink_body(c, ptr, n)) { c->too_big = 1; return 0; } /* aborts the transfer */
     return n;
 }
 
@@ -342,13 +417,27 @@ static void fail(call *c, int status, const char *type, const char *code, const 
     snprintf(c->err_msg, sizeof c->err_msg, "%s", msg);
 }
 
+/* Send the request to c->rep: through upstream.c when it can (plain http:// to an
+ * address), else through libcurl. */
 static int start(call *c)
 {
     gx_maas_proxy *p = c->m->proxy;
+    json_t *to = json_object_get(c->model->spec, "timeoutSeconds");
+    int64_t limit_ms = json_is_integer(to) ? json_integer_value(to) * 1000 : 600000;
+    char path[64];
+    snprintf(path, sizeof path, "/v1/%s", c->endpoint);
+    c->status = 0;
+    c->paused = 0;
+    c->rep->outstanding++;
+    c->attempts++;
+    c->active = 1;
+    if (!p->curl_only && !gx_up_start(p->up, &c->up, c->rep->url, path, c->model->auth, c->body, c->body_len, 3000, limit_ms, limit_ms,
+                     &up_cb, c))
+        return 0;
     char url[400];
-    snprintf(url, sizeof url, "%s/v1/%s", c->rep->url, c->endpoint);
+    snprintf(url, sizeof url, "%s%s", c->rep->url, path);
     CURL *e = easy_get(p);
-    if (!e) return -1;
+    if (!e) { stop_transfer(c); return -1; }
     c->easy = e;
     c->hdrs = curl_slist_append(NULL, "Content-Type: application/json");
     c->hdrs = curl_slist_append(c->hdrs, "Expect:");
@@ -366,11 +455,7 @@ static int start(call *c)
     curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, 3000L);
     curl_easy_setopt(e, CURLOPT_TCP_NODELAY, 1L);
-    json_t *to = json_object_get(c->model->spec, "timeoutSeconds");
-    curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, (long)(json_is_integer(to) ? json_integer_value(to) * 1000 : 600000));
-    c->status = 0;
-    c->rep->outstanding++;
-    c->attempts++;
+    curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, (long)limit_ms);
     if (curl_multi_add_handle(p->multi, e) != CURLM_OK) { stop_transfer(c); return -1; }
     return 0;
 }
@@ -397,11 +482,13 @@ static void wrap_error(call *c)
     snprintf(c->ctype, sizeof c->ctype, "application/json");
 }
 
-static void transfer_done(call *c, CURLcode rc)
+/* The transfer ended (either transport): ok, or why not; got_bytes: any of the answer
+ * arrived (else another replica may be tried: nothing was served). */
+static void sink_end(call *c, int ok, int got_bytes, const char *why)
 {
     gx_maas_replica *failed = c->rep;
     stop_transfer(c);
-    if (rc != CURLE_OK && c->status == 0) {
+    if (!ok && !got_bytes && !c->status) {
         /* nothing came back: this replica is not serving; try another one */
         failed->ready = 0;
         failed->next_probe_ms = gx_maas_now(c->m);
@@ -411,20 +498,19 @@ static void transfer_done(call *c, CURLcode rc)
             if (!start(c)) return;
         }
         char msg[256];
-        snprintf(msg, sizeof msg, "the model server of %s did not answer (%s); retry shortly",
-                 c->model->name, curl_easy_strerror(rc));
+        snprintf(msg, sizeof msg, "the model server of %s did not answer (%s); retry shortly", c->model->name, why);
         fail(c, 502, "api_error", "upstream_unavailable", msg);
         settle(c, 502, 1);
     } else if (c->stream && c->status == 200) {
         gx_maas_sse_feed(&c->sse, "", 0, &c->out, 1);
-        if (rc != CURLE_OK) {
+        if (!ok) {
             static const char ev[] = "data: {\"error\":{\"message\":\"the model server stopped in the middle of the "
                                      "answer\",\"type\":\"api_error\",\"param\":null,\"code\":\"upstream_error\"}}\n\n";
             gx_maas_buf_add(&c->out, ev, sizeof ev - 1);
         }
-        settle(c, rc == CURLE_OK ? 200 : 502, 0);
+        settle(c, ok ? 200 : 502, 0);
     } else {
-        if (rc != CURLE_OK) {
+        if (!ok) {
             fail(c, 502, "api_error", "upstream_error", "the model server's answer was cut or too large");
             settle(c, 502, 0);
         } else {
@@ -436,6 +522,11 @@ static void transfer_done(call *c, CURLcode rc)
     c->state = DONE;
     if (c->req && was == WAITING) gx_http_resume(c->req);
     else wake(c);
+}
+
+static void transfer_done(call *c, CURLcode rc)
+{
+    sink_end(c, rc == CURLE_OK, c->status != 0, c->too_big ? "the answer is too large" : curl_easy_strerror(rc));
 }
 
 static void check_done(gx_maas_proxy *p)
@@ -467,9 +558,8 @@ static ssize_t stream_read(void *ud, char *buf, size_t max)
     call *c = ud;
     int64_t now = gx_maas_now(c->m);
     size_t avail = c->out.len - c->out.off;
-    if (!avail && c->paused && c->easy) {
-        c->paused = 0;
-        curl_easy_pause(c->easy, CURLPAUSE_CONT); /* may deliver the held data right here */
+    if (!avail && c->paused && c->active) {
+        resume_upstream(c);
         avail = c->out.len - c->out.off;
     }
     if (avail) {
@@ -478,10 +568,7 @@ static ssize_t stream_read(void *ud, char *buf, size_t max)
         c->out.off += n;
         if (c->out.off == c->out.len) c->out.off = c->out.len = 0;
         c->last_send = now;
-        if (c->paused && c->easy && c->out.len - c->out.off < LOW_WATER) {
-            c->paused = 0;
-            curl_easy_pause(c->easy, CURLPAUSE_CONT);
-        }
+        if (c->paused && c->active && c->out.len - c->out.off < LOW_WATER) resume_upstream(c);
         return (ssize_t)n;
     }
     if (c->state == DONE) return -1;
@@ -649,7 +736,7 @@ out:
 static void shutdown_calls(gx_maas_proxy *p)
 {
     for (call *c = p->calls; c; c = c->next) {
-        if (!c->easy) continue;
+        if (!c->active) continue;
         stop_transfer(c);
         if (c->state == WAITING) {
             fail(c, 503, "service_unavailable", "shutting_down", "the gateway is stopping");
@@ -676,5 +763,6 @@ void gx_maas_proxy_free(gx_maas_proxy *p)
     for (size_t i = 0; i < p->npool; i++) curl_easy_cleanup(p->pool[i]);
     free(p->pool);
     curl_multi_cleanup(p->multi);
+    gx_up_free(p->up);
     free(p);
 }

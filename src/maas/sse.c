@@ -38,6 +38,92 @@ void gx_maas_buf_free(gx_maas_buf *b)
     memset(b, 0, sizeof *b);
 }
 
+static int is_ws(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+
+/* The value of key at the top level of the JSON object that s[0..n) starts with, NULL
+ * when absent (or the text is not such an object). A scan, not a parse: strings (with
+ * their escapes) and nesting are stepped over and nothing is allocated, so the meter
+ * does not cost a full parse of every answer; a "usage" inside a string or a nested
+ * object is not taken for the real one. */
+static const char *top_value(const char *s, size_t n, const char *key)
+{
+    size_t klen = strlen(key), i = 0;
+    while (i < n && is_ws(s[i])) i++;
+    if (i >= n || s[i] != '{') return NULL;
+    int depth = 0, want_key = 0;
+    for (; i < n; i++) {
+        char ch = s[i];
+        if (ch == '"') {
+            size_t st = i + 1, j = st;
+            while (j < n && s[j] != '"') j += s[j] == '\\' ? 2 : 1;
+            if (j >= n) return NULL;
+            i = j;
+            if (depth != 1 || !want_key) continue;
+            want_key = 0;
+            size_t k = j + 1;
+            while (k < n && is_ws(s[k])) k++;
+            if (k >= n || s[k] != ':') return NULL;
+            if (j - st == klen && !memcmp(s + st, key, klen)) {
+                for (k++; k < n && is_ws(s[k]); k++) {}
+                return k < n ? s + k : NULL;
+            }
+            i = k;
+        } else if (ch == '{' || ch == '[') {
+            if (++depth > 64) return NULL;
+            if (depth == 1) want_key = 1;
+        } else if (ch == '}' || ch == ']') {
+            if (--depth <= 0) return NULL;
+        } else if (ch == ',' && depth == 1) {
+            want_key = 1;
+        }
+    }
+    return NULL;
+}
+
+/* A non-negative JSON integer at v (up to end); -1 when it is not one. */
+static int64_t int_at(const char *v, const char *end)
+{
+    int64_t x = 0;
+    const char *q = v;
+    for (; q < end && *q >= '0' && *q <= '9'; q++) {
+        if (q - v >= 15) return -1;
+        x = x * 10 + (*q - '0');
+    }
+    if (q == v || (q < end && (*q == '.' || *q == 'e' || *q == 'E'))) return -1;
+    return x;
+}
+
+/* Just past the object or array that starts at s (s < end), NULL when it does not close. */
+static const char *close_of(const char *s, const char *end)
+{
+    int depth = 0;
+    for (const char *q = s; q < end; q++) {
+        if (*q == '"') {
+            for (q++; q < end && *q != '"'; q += *q == '\\' ? 2 : 1) {}
+            if (q >= end) return NULL;
+        } else if (*q == '{' || *q == '[') {
+            depth++;
+        } else if ((*q == '}' || *q == ']') && --depth == 0) {
+            return q + 1;
+        }
+    }
+    return NULL;
+}
+
+/* prompt_tokens and completion_tokens of the usage object at u (a complete one); 0
+ * when found. */
+static int scan_usage(const char *u, const char *end, int64_t *prompt, int64_t *completion)
+{
+    if (u >= end || *u != '{' || !(end = close_of(u, end))) return -1;
+    const char *pt = top_value(u, (size_t)(end - u), "prompt_tokens");
+    const char *ct = top_value(u, (size_t)(end - u), "completion_tokens");
+    int64_t p = pt ? int_at(pt, end) : -1, c = ct ? int_at(ct, end) : 0;
+    if (p < 0 || c < 0) return -1;
+    *prompt = p;
+    *completion = c;
+    return 0;
+}
+
 static void read_usage(const json_t *u, int64_t *prompt, int64_t *completion)
 {
     *prompt = json_integer_value(json_object_get(u, "prompt_tokens"));
@@ -57,6 +143,14 @@ static void event(gx_maas_sse *s, const char *ev, size_t n, gx_maas_buf *out)
     const char *u = memmem(ev, n, "\"usage\"", 7);
     if (!u || n < 6 || memcmp(ev, "data:", 5)) { gx_maas_buf_add(out, ev, n); return; }
     size_t skip = ev[5] == ' ' ? 6 : 5;
+    /* "usage": null rides on every chunk of some servers: only an object matters */
+    const char *uv = top_value(ev + skip, n - skip, "usage");
+    if (!uv || *uv != '{') { gx_maas_buf_add(out, ev, n); return; }
+    if (!s->strip_usage && !scan_usage(uv, ev + n, &s->prompt, &s->completion)) {
+        s->have_usage = 1; /* the client asked for it: pass it on untouched, no parse */
+        gx_maas_buf_add(out, ev, n);
+        return;
+    }
     json_error_t je;
     json_t *j = json_loadb(ev + skip, n - skip, JSON_DISABLE_EOF_CHECK, &je);
     json_t *usage = json_object_get(j, "usage");
@@ -137,19 +231,12 @@ void gx_maas_sse_free(gx_maas_sse *s)
 
 int gx_maas_usage_of(const char *body, size_t len, int64_t *prompt, int64_t *completion, int64_t *content_bytes)
 {
-    /* Fast path: parse only the usage object (it is at the end in every server we know),
-     * not the whole answer: the meter should not cost a full parse per request. */
-    const char *last = NULL;
-    for (const char *p = body; (p = memmem(p, len - (size_t)(p - body), "\"usage\"", 7)); p += 7) last = p;
-    if (last) {
-        const char *q = last + 7;
-        while (q < body + len && (*q == ' ' || *q == ':' || *q == '\n' || *q == '\r' || *q == '\t')) q++;
-        json_t *uo = q < body + len && *q == '{'
-                         ? json_loadb(q, len - (size_t)(q - body), JSON_DISABLE_EOF_CHECK, NULL) : NULL;
-        int ok = json_is_integer(json_object_get(uo, "prompt_tokens"));
-        if (ok) read_usage(uo, prompt, completion);
-        json_decref(uo);
-        if (ok) { *content_bytes = 0; return 0; }
+    /* Fast path: find the top-level usage object by a scan and read its two numbers;
+     * the whole answer is parsed only when there is none (to estimate from content). */
+    const char *uv = top_value(body, len, "usage");
+    if (uv && !scan_usage(uv, body + len, prompt, completion)) {
+        *content_bytes = 0;
+        return 0;
     }
     json_error_t je;
     json_t *j = json_loadb(body, len, 0, &je);

@@ -4,6 +4,9 @@
  * gateway's metrics: Limitador's authorized_hits / authorized_calls / limited_calls
  * and OpenTelemetry GenAI's token usage, time to first token and duration histograms,
  * labelled by model and tier.
+ * Also owns saving the rate-limit windows (src/store/ratelimit.c): the changed buckets
+ * of keys and tiers are written from the tick at most once a second (one transaction)
+ * and at shutdown, and read back at start, so a restart does not reset budgets.
  * Must not: touch SQLite on the request path: a request appends to memory; the loop's
  * tick writes the batch (one transaction) every 200 ms. */
 #include <stdio.h>
@@ -11,10 +14,12 @@
 #include <string.h>
 #include "lib/sbuf.h"
 #include "maas/maas_int.h"
+#include "store/ratelimit.h"
 
 #define MAX_PENDING 200000
 #define MAX_SERIES 512
 #define FLUSH_MS 200      /* small batches: a long transaction would stall the loop */
+#define WINDOWS_FLUSH_MS 1000  /* rate-limit windows: what a kill -9 may lose at most */
 
 static const double ttft_b[] = {0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10};
 static const double dur_b[] = {0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92};
@@ -39,6 +44,9 @@ struct gx_maas_usage {
     int64_t last_flush;
     series *s;
     size_t ns;
+    gx_maas *m;                /* for the windows (set by gx_maas_windows_load) */
+    int64_t win_last_flush;
+    uint64_t win_saved, win_failed;
 };
 
 gx_maas_usage *gx_maas_usage_new(gx_store *st)
@@ -137,6 +145,125 @@ json_t *gx_maas_usage_query(gx_maas_usage *u, const char *group_by, int64_t sinc
     return gx_store_usage_summary(u->st, group_by, since_ms, user, err);
 }
 
+/* ---- rate-limit windows across restarts ------------------------------------------------ */
+
+#define TIERS_FOREACH(m, t) \
+    for (size_t i_ = 0; i_ < (m)->tiers.cap; i_++) \
+        if ((m)->tiers.keys[i_] && (m)->tiers.keys[i_] != (char *)1 && ((t) = (m)->tiers.vals[i_]))
+
+/* The key's bucket counts against its tier's dirty flag (admit and settle set both). */
+static int key_dirty(gx_maas *m, const gx_maas_key *key)
+{
+    const gx_maas_tier *t = gx_strmap_get(&m->tiers, key->tier);
+    return key->bucket.dirty && (!t || t->dirty);
+}
+
+/* How many buckets wait to be saved; the scan of keys only when a tier is dirty. */
+static size_t unsaved(gx_maas *m)
+{
+    if (!m) return 0;
+    size_t n = 0;
+    int any = 0;
+    gx_maas_tier *t;
+    TIERS_FOREACH(m, t) { any |= t->dirty; n += t->bucket.dirty; }
+    if (!any) return 0;
+    for (size_t i = 0; i < gx_maas_keys_count(m->keys); i++) n += key_dirty(m, gx_maas_keys_at(m->keys, i));
+    return n;
+}
+
+typedef struct rows { gx_store_rate_window *r; size_t n, cap; } rows;
+
+static void add_row(rows *w, const char *scope, const char *name, const char *kind, int64_t len, int64_t start,
+                    int64_t used, int64_t now)
+{
+    if (len <= 0 || start + len <= now) return; /* empty slot, or a window already over */
+    if (w->n == w->cap) {
+        w->cap = w->cap ? w->cap * 2 : 64;
+        gx_store_rate_window *p = realloc(w->r, w->cap * sizeof *p);
+        if (!p) abort();
+        w->r = p;
+    }
+    w->r[w->n++] = (gx_store_rate_window){scope, name, kind, len, start, used};
+}
+
+static void add_bucket(rows *w, const char *scope, const char *name, const gx_maas_bucket *b, int64_t now)
+{
+    for (int i = 0; i < GX_MAAS_WIN; i++) {
+        add_row(w, scope, name, "requests", b->req_len[i], b->req_start[i], b->req_used[i], now);
+        add_row(w, scope, name, "tokens", b->tok_len[i], b->tok_start[i], b->tok_used[i], now);
+    }
+}
+
+void gx_maas_windows_flush(gx_maas *m, int64_t now, int force)
+{
+    gx_maas_usage *u = m->usage;
+    if (!u || (!force && now - u->win_last_flush < WINDOWS_FLUSH_MS)) return;
+    int any = 0;
+    gx_maas_tier *t;
+    TIERS_FOREACH(m, t) any |= t->dirty;
+    if (!any) return;
+    u->win_last_flush = now;
+    rows w = {0};
+    TIERS_FOREACH(m, t)
+        if (t->dirty && t->bucket.dirty) add_bucket(&w, "tier", t->name, &t->bucket, now);
+    for (size_t i = 0; i < gx_maas_keys_count(m->keys); i++) {
+        gx_maas_key *key = gx_maas_keys_at(m->keys, i);
+        if (key_dirty(m, key)) add_bucket(&w, "key", key->id, &key->bucket, now);
+    }
+    gx_err e;
+    gx_err_clear(&e);
+    if (gx_store_put_rate_windows(u->st, w.r, w.n, &e)) {
+        u->win_failed++;
+        fprintf(stderr, "gpuaas: gateway: saving %zu rate-limit windows failed (will retry): %s\n", w.n, e.msg);
+    } else {
+        u->win_saved += w.n;
+        for (size_t i = 0; i < gx_maas_keys_count(m->keys); i++) gx_maas_keys_at(m->keys, i)->bucket.dirty = 0;
+        TIERS_FOREACH(m, t) t->dirty = t->bucket.dirty = 0;
+    }
+    free(w.r);
+}
+
+void gx_maas_windows_load(gx_maas *m, int64_t now)
+{
+    m->usage->m = m;
+    gx_err e;
+    gx_err_clear(&e);
+    json_t *all = gx_store_rate_windows(m->usage->st, now, &e);
+    if (!all) {
+        fprintf(stderr, "gpuaas: gateway: reading saved rate-limit windows failed (budgets start afresh): %s\n", e.msg);
+        return;
+    }
+    size_t i, n = 0;
+    json_t *r;
+    json_array_foreach(all, i, r) {
+        const char *scope = json_string_value(json_object_get(r, "scope"));
+        const char *name = json_string_value(json_object_get(r, "name"));
+        const char *kind = json_string_value(json_object_get(r, "kind"));
+        gx_maas_bucket *b = NULL;
+        if (!strcmp(scope, "key")) {
+            gx_maas_key *key = gx_maas_keys_get(m->keys, name);
+            if (key) b = &key->bucket;
+        } else if (!strcmp(scope, "tier") && strlen(name) < sizeof ((gx_maas_tier *)0)->name) {
+            /* Tiers are applied after this; a placeholder (not present) holds the counters
+             * and the Tier's apply fills in the rest (gx_maas_apply reuses it). */
+            gx_maas_tier *t = gx_strmap_get(&m->tiers, name);
+            if (!t) {
+                t = calloc(1, sizeof *t);
+                if (!t) abort();
+                snprintf(t->name, sizeof t->name, "%s", name);
+                gx_strmap_put(&m->tiers, name, t);
+            }
+            b = &t->bucket;
+        }
+        if (b && !gx_maas_bucket_restore(b, !strcmp(kind, "tokens"), json_integer_value(json_object_get(r, "windowMs")),
+                                         json_integer_value(json_object_get(r, "startMs")),
+                                         json_integer_value(json_object_get(r, "used"))))
+            n++;
+    }
+    json_decref(all);
+    if (n) fprintf(stderr, "gpuaas: gateway: %zu rate-limit windows restored\n", n);
+}
+
 /* ---- /metrics ------------------------------------------------------------------------ */
 
 static void hist_put(gx_sbuf *o, const char *name, const char *labels, const hist *h, const double *b, size_t nb)
@@ -183,6 +310,14 @@ char *gx_maas_usage_metrics(gx_maas_usage *u, char *text)
     }
     gx_sbuf_printf(&o, "# HELP gpuaas_gateway_usage_records_pending Usage records not yet written\n# TYPE gpuaas_gateway_usage_records_pending gauge\n"
             "gpuaas_gateway_usage_records_pending %zu\n", u->n);
+    gx_sbuf_printf(&o, "# HELP gpuaas_gateway_rate_limit_buckets_unsaved Keys and tiers whose rate-limit windows "
+            "changed since the last save (saved each second)\n# TYPE gpuaas_gateway_rate_limit_buckets_unsaved gauge\n"
+            "gpuaas_gateway_rate_limit_buckets_unsaved %zu\n", unsaved(u->m));
+    gx_sbuf_printf(&o, "# HELP gpuaas_gateway_rate_limit_windows_saved_total Rate-limit windows written to the store\n"
+            "# TYPE gpuaas_gateway_rate_limit_windows_saved_total counter\ngpuaas_gateway_rate_limit_windows_saved_total %llu\n"
+            "# HELP gpuaas_gateway_rate_limit_save_failures_total Failed saves of rate-limit windows (retried)\n"
+            "# TYPE gpuaas_gateway_rate_limit_save_failures_total counter\ngpuaas_gateway_rate_limit_save_failures_total %llu\n",
+            (unsigned long long)u->win_saved, (unsigned long long)u->win_failed);
     gx_sbuf_printf(&o, "# HELP gpuaas_gateway_usage_records_dropped_total Usage records dropped (store unavailable)\n"
             "# TYPE gpuaas_gateway_usage_records_dropped_total counter\ngpuaas_gateway_usage_records_dropped_total %llu\n",
         (unsigned long long)u->dropped);

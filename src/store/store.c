@@ -54,9 +54,9 @@ static const char *const migrations[] = {
     "  csrf TEXT NOT NULL, created_ms INTEGER NOT NULL, expires_ms INTEGER NOT NULL);",
     /* 5: the gateway's rate-limit windows, so a restart keeps what was used (src/store/ratelimit.c) */
     "CREATE TABLE rate_windows ("
-    "  scope TEXT NOT NULL, name TEXT NOT NULL, kind TEXT NOT NULL, window_s INTEGER NOT NULL,"
+    "  scope TEXT NOT NULL, name TEXT NOT NULL, kind TEXT NOT NULL, window_ms INTEGER NOT NULL,"
     "  start_ms INTEGER NOT NULL, used INTEGER NOT NULL,"
-    "  PRIMARY KEY (scope, name, kind, window_s));",
+    "  PRIMARY KEY (scope, name, kind, window_ms));",
 };
 #define N_MIGRATIONS ((int)(sizeof migrations / sizeof migrations[0]))
 

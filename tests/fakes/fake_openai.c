@@ -14,8 +14,11 @@
  * usage, USAGEINLAST puts usage on the last content chunk (no usage-only chunk),
  * CRASH exits the process (a model server dying). --no-usage: never report usage.
  * --api-key KEY: /v1/... answers 401 without "Authorization: Bearer KEY" (vLLM --api-key).
+ * --drop-reused: a POST arriving on a connection that already carried a request is not
+ * answered: the connection is closed (a server whose keep-alive timeout fired just as
+ * the client reused the connection); /stats counts them as "dropped".
  * usage: fake_openai [--port N] [--port-file F] [--model NAME] [--tokens N]
- *                    [--token-ms MS] [--no-usage] [--ready-after-ms MS] [--api-key KEY] */
+ *                    [--token-ms MS] [--no-usage] [--ready-after-ms MS] [--api-key KEY] [--drop-reused] */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -41,6 +44,7 @@ typedef struct conn {
     /* a stream in progress */
     int streaming, chat, sent, total, usage_mode; /* 0 none, 1 separate chunk, 2 in last */
     int64_t prompt, next_at, pace;
+    int nreq;                  /* requests seen on this connection */
     char model[128];
 } conn;
 
@@ -50,8 +54,8 @@ static const char *model_name = "fake-model";
 static int def_tokens = 8, token_ms = 10, no_usage = 0;
 static const char *api_key; /* --api-key: /v1/... needs "Authorization: Bearer KEY", as vLLM --api-key */
 static int64_t ready_at;
-static int live_streams, maxfd;
-static long n_requests, n_streams, n_completed, n_cancelled, last_include_usage = -1;
+static int live_streams, maxfd, drop_reused;
+static long n_dropped, n_requests, n_streams, n_completed, n_cancelled, last_include_usage = -1;
 
 static int64_t now_ms(void)
 {
@@ -247,18 +251,23 @@ static void handle_post(conn *c, const char *path, const char *body, size_t len)
     json_decref(j);
 }
 
-/* Parse and answer every complete request in c->in. */
-static void process(conn *c)
+/* Parse and answer every complete request in c->in; -1 when the connection was closed. */
+static int process(conn *c)
 {
     while (!c->streaming) {
         char *end = c->inlen ? memmem(c->in, c->inlen, "\r\n\r\n", 4) : NULL;
-        if (!end) return;
+        if (!end) return 0;
         size_t hlen = (size_t)(end - c->in) + 4, clen = 0;
         char method[8] = "", path[256] = "";
         sscanf(c->in, "%7s %255s", method, path);
         for (char *p = c->in; p < end; p++)
             if ((p == c->in || p[-1] == '\n') && !strncasecmp(p, "content-length:", 15)) clen = strtoul(p + 15, NULL, 10);
-        if (c->inlen < hlen + clen) return;
+        if (c->inlen < hlen + clen) return 0;
+        if (drop_reused && c->nreq++ > 0 && !strcmp(method, "POST")) {
+            n_dropped++;
+            close_conn(c);
+            return -1;
+        }
         n_requests++;
         char buf[512];
         int authorized = 1;
@@ -276,8 +285,8 @@ static void process(conn *c)
             snprintf(buf, sizeof buf, "{\"object\":\"list\",\"data\":[{\"id\":\"%s\",\"object\":\"model\",\"created\":0,\"owned_by\":\"fake\"}]}", model_name);
             respond(c, 200, buf);
         } else if (!strcmp(method, "GET") && !strcmp(path, "/stats")) {
-            snprintf(buf, sizeof buf, "{\"requests\":%ld,\"streams\":%ld,\"completed\":%ld,\"cancelled\":%ld,\"lastIncludeUsage\":%ld}",
-                     n_requests, n_streams, n_completed, n_cancelled, last_include_usage);
+            snprintf(buf, sizeof buf, "{\"requests\":%ld,\"streams\":%ld,\"completed\":%ld,\"cancelled\":%ld,\"lastIncludeUsage\":%ld,"
+                     "\"dropped\":%ld}", n_requests, n_streams, n_completed, n_cancelled, last_include_usage, n_dropped);
             respond(c, 200, buf);
         } else if (!strcmp(method, "POST")) {
             handle_post(c, path, c->in + hlen, clen);
@@ -287,6 +296,7 @@ static void process(conn *c)
         memmove(c->in, c->in + hlen + clen, c->inlen - hlen - clen);
         c->inlen -= hlen + clen;
     }
+    return 0;
 }
 
 static void on_read(conn *c)
@@ -306,7 +316,7 @@ static void on_read(conn *c)
         }
         c->inlen += (size_t)r;
     }
-    process(c);
+    if (process(c)) return;
     if (flush_out(c)) close_conn(c);
 }
 
@@ -324,8 +334,9 @@ int main(int argc, char **argv)
         else if (!strcmp(a, "--ready-after-ms")) { ready_at = now_ms() + atoi(v); i++; }
         else if (!strcmp(a, "--no-usage")) no_usage = 1;
         else if (!strcmp(a, "--api-key")) { api_key = v; i++; }
+        else if (!strcmp(a, "--drop-reused")) drop_reused = 1;
         else { fprintf(stderr, "usage: fake_openai [--port N] [--port-file F] [--model NAME] [--tokens N] [--token-ms MS] "
-                       "[--no-usage] [--ready-after-ms MS] [--api-key KEY]\n"); return 2; }
+                       "[--no-usage] [--ready-after-ms MS] [--api-key KEY] [--drop-reused]\n"); return 2; }
     }
     signal(SIGPIPE, SIG_IGN);
     struct rlimit rl; /* the benchmark holds 1,000 streams */
@@ -390,7 +401,7 @@ int main(int argc, char **argv)
             if (!c->used || !c->streaming || c->next_at > now) continue;
             stream_step(c);
             if (flush_out(c)) { close_conn(c); continue; }
-            if (!c->streaming) process(c), flush_out(c);
+            if (!c->streaming && !process(c) && flush_out(c)) close_conn(c);
         }
     }
 }

@@ -5,8 +5,9 @@
 # by tier (never limited), plain and streamed answers passed through, usage asked for
 # and hidden, usage from the last chunk, estimates, every error in OpenAI's envelope
 # (401 403 404 413 400 5xx), 429 with x-ratelimit-* and retry-after, retry on another
-# replica, 503 "starting", cancellation of the upstream when the client leaves, usage
-# records and /metrics, and 200 clients racing one tier's token budget.
+# replica, a pooled connection closed by the server retried unseen, 503 "starting",
+# cancellation of the upstream when the client leaves, back-pressure, usage records and
+# /metrics, and 200 clients racing one tier's token budget.
 source "$(dirname "$0")/lib.sh"
 G=$GPUAAS_BIN
 FAKE=$(dirname "$GPUAAS_BIN")/fake-openai
@@ -21,6 +22,11 @@ echo "s3cret-upstream-key" >"$TMP/upstream.key"
 FAKE2_PID=$!
 for _ in $(seq 1 50); do [[ -s "$TMP/locked.port" ]] && break; sleep 0.1; done
 LOCKED=$(cat "$TMP/locked.port")
+# a server that closes a kept-alive connection instead of answering its next request
+"$FAKE" --port-file "$TMP/drop.port" --drop-reused --token-ms 1 >"$TMP/fake3.log" 2>&1 &
+FAKE3_PID=$!
+for _ in $(seq 1 50); do [[ -s "$TMP/drop.port" ]] && break; sleep 0.1; done
+DROP=$(cat "$TMP/drop.port")
 DEAD=$((UP == 65535 ? UP - 1 : UP + 1))   # nothing listens there (checked below)
 curl -s -m 1 "http://127.0.0.1:$DEAD/" >/dev/null 2>&1 && DEAD=9   # discard port: refused
 stats() { curl -s "http://127.0.0.1:$UP/stats" | jq -r "$1"; }
@@ -74,6 +80,11 @@ spec: {servedNames: [locked-model], tiers: [gold], url: "http://127.0.0.1:$LOCKE
 ---
 apiVersion: gpuaas.dev/v1alpha1
 kind: Model
+metadata: {name: dropper}
+spec: {servedNames: [drop-model], tiers: [gold], url: "http://127.0.0.1:$DROP"}
+---
+apiVersion: gpuaas.dev/v1alpha1
+kind: Model
 metadata: {name: cold}
 spec: {servedNames: [cold-model], tiers: [gold], url: "http://127.0.0.1:$DEAD"}
 YAML
@@ -107,7 +118,7 @@ v1() {  # v1 KEY PATH [curl args]: body then status
 chat() { printf '{"model":"%s","messages":[{"role":"user","content":"%s"}],"max_tokens":%s%s}' "$1" "$2" "${3:-4}" "${4:-}"; }
 
 out=$(v1 "$GOLD" models)
-expect_eq "/v1/models for gold" "$(body_of "$out" | jq -r '[.data[].id] | sort | join(",")')" "cold-model,fake-alias,fake-model,locked-model,private-model,two-model"
+expect_eq "/v1/models for gold" "$(body_of "$out" | jq -r '[.data[].id] | sort | join(",")')" "cold-model,drop-model,fake-alias,fake-model,locked-model,private-model,two-model"
 for _ in $(seq 1 100); do [[ $(api GET /api/v1/models/locked | sed '$d' | jq -r .state) == Ready ]] && break; sleep 0.1; done
 out=$(v1 "$GOLD" chat/completions -d "$(chat locked-model 'hi' 2)")
 expect_eq "an upstream that needs its own API key (spec.apiKeyFile)" "$(status_of "$out")" 200
@@ -142,11 +153,12 @@ expect_eq "...and that chunk still delivered" "$(grep -c '"content":"tok3 "' <<<
 s=$(v1 "$GOLD" chat/completions -N -d "$(chat fake-model 'WAIT for the first token' 3 ',"stream":true')")
 check "a stream idle during a long prefill gets SSE heartbeats" grep -q '^: keep-alive' <<<"$s"
 expect_eq "...then all its chunks" "$(grep -c '"content":"tok' <<<"$s")" 3
-# back-pressure: a slow reader of a fast stream (~700 KB, more than the 256 KiB the
+# back-pressure: a reader that stops for a second during a fast stream (~11 MB: more than
+# the socket buffers, whose autotuning reaches several MiB on loopback, plus the 256 KiB the
 # gateway holds before pausing the upstream) still gets every chunk, in order
-s=$(curl -s -N --limit-rate 400k -H "Authorization: Bearer $GOLD" -d "$(chat fake-model 'FAST flood' 3000 ',"stream":true')" \
-    "$GPUAAS_SERVER/v1/chat/completions")
-expect_eq "a slow reader gets every chunk of a fast stream" "$(grep -c '"content":"tok' <<<"$s") $(grep -c '"content":"tok2999 "' <<<"$s") $(tail -c 20 <<<"$s" | grep -c DONE)" "3000 1 1"
+s=$(curl -s -N -H "Authorization: Bearer $GOLD" -d "$(chat fake-model 'FAST flood' 60000 ',"stream":true')" \
+    "$GPUAAS_SERVER/v1/chat/completions" | { sleep 1; cat; })
+expect_eq "a slow reader gets every chunk of a fast stream" "$(grep -c '"content":"tok' <<<"$s") $(grep -c '"content":"tok59999 "' <<<"$s") $(tail -c 20 <<<"$s" | grep -c DONE)" "60000 1 1"
 check "...because the upstream was paused meanwhile" bash -c "curl -s $GPUAAS_SERVER/metrics | grep -q '^gpuaas_gateway_upstream_pauses_total [1-9]'"
 s=$(v1 "$GOLD" chat/completions -N -d "$(chat private-model 'NOUSAGE please' 4 ',"stream":true')")
 expect_eq "a stream without usage completes" "$(grep -c '^data: \[DONE\]' <<<"$s")" 1
@@ -172,6 +184,13 @@ expect_eq "model not ready: 503" "$(status_of "$out") $(body_of "$out" | jq -r .
 expect_match "...saying it is starting" "$(body_of "$out" | jq -r .error.message)" 'starting'
 codes=""; for _ in 1 2 3 4; do codes+="$(status_of "$(v1 "$GOLD" chat/completions -d "$(chat two-model hi)")") "; done
 expect_eq "retry on the other replica when one refuses connections" "$codes" "200 200 200 200 "
+for _ in $(seq 1 100); do [[ $(api GET /api/v1/models/dropper | sed '$d' | jq -r .state) == Ready ]] && break; sleep 0.1; done
+codes=""; for _ in 1 2 3 4; do codes+="$(status_of "$(v1 "$GOLD" chat/completions -d "$(chat drop-model hi)")") "; done
+s=$(v1 "$GOLD" chat/completions -N -d "$(chat drop-model 'stream me' 3 ',"stream":true')")
+codes+="$(grep -c '"content":"tok' <<<"$s")"
+expect_eq "a pooled connection the server closed is retried on a fresh one, unseen by the client" "$codes" "200 200 200 200 3"
+dropped=$(curl -s "http://127.0.0.1:$DROP/stats" | jq -r .dropped)
+check "...(the server did drop reused connections: $dropped)" test "${dropped:-0}" -ge 3
 
 # 429: free allows 3 requests a minute
 for _ in 1 2 3; do v1 "$FREE" chat/completions -d "$(chat fake-model hi)" >/dev/null; done
@@ -235,5 +254,5 @@ start_daemon "$cfg" || { fail "restart"; finish; exit 1; }
 for _ in $(seq 1 100); do [[ $(api GET /api/v1/models/fake | sed '$d' | jq -r .state) == Ready ]] && break; sleep 0.1; done
 expect_eq "gold key works after a restart" "$(status_of "$(v1 "$GOLD" chat/completions -d "$(chat fake-model hi)")")" 200
 expect_eq "revoked key still refused after a restart" "$(status_of "$(v1 "$FREE" models)")" 401
-kill "$FAKE_PID" "$FAKE2_PID" 2>/dev/null
+kill "$FAKE_PID" "$FAKE2_PID" "$FAKE3_PID" 2>/dev/null
 finish

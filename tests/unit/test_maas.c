@@ -178,6 +178,18 @@ Test(maas_sse, passthrough_when_asked)
     gx_maas_sse_free(&s);
 }
 
+Test(maas_sse, null_usage_and_usage_in_text_pass_untouched)
+{
+    const char *t = "data: {\"choices\":[{\"delta\":{\"content\":\"\\\"usage\\\":{}\"}}],\"usage\":null}\n\n"
+                    "data: {\"choices\":[{\"delta\":{\"content\":\"x\"}}],\"extra\":{\"usage\":{\"prompt_tokens\":1}}}\n\n";
+    gx_maas_sse s = {.strip_usage = 1};
+    char *out = feed_all(&s, t, 3);
+    cr_assert_str_eq(out, t);
+    cr_assert(!s.have_usage);
+    free(out);
+    gx_maas_sse_free(&s);
+}
+
 Test(maas_sse, usage_on_a_chunk_with_choices)
 {
     const char *t = "data: {\"id\":\"x\",\"choices\":[{\"delta\":{\"content\":\"z\"},\"finish_reason\":\"stop\"}],"
@@ -205,6 +217,21 @@ Test(maas_sse, plain_usage_and_estimates)
     const char *nested = "{\"choices\":[{\"message\":{\"content\":\"the word \\\"usage\\\" in text\"}}],\"usage\":{\"prompt_tokens\":2,\"completion_tokens\":3}}";
     cr_assert_eq(gx_maas_usage_of(nested, strlen(nested), &p, &c, &bytes), 0);
     cr_assert_eq(c, 3);
+    /* only the top-level usage counts: not one inside a nested object, nor after the
+     * object closes, and the real one is found wherever it is (first, spaced, pretty) */
+    const char *deep = "{\"usage\" : {\"completion_tokens\": 4, \"prompt_tokens\" :9},\"choices\":[{\"message\":"
+                       "{\"content\":\"}{\",\"usage\":{\"prompt_tokens\":100,\"completion_tokens\":100}}}]}";
+    cr_assert_eq(gx_maas_usage_of(deep, strlen(deep), &p, &c, &bytes), 0);
+    cr_assert_eq(p, 9);
+    cr_assert_eq(c, 4);
+    const char *only_nested = "{\"choices\":[{\"usage\":{\"prompt_tokens\":100,\"completion_tokens\":100},"
+                              "\"message\":{\"content\":\"abcd\"}}]}";
+    cr_assert_eq(gx_maas_usage_of(only_nested, strlen(only_nested), &p, &c, &bytes), -1, "nested usage is not the answer's");
+    const char *bad_num = "{\"usage\":{\"prompt_tokens\":1.5,\"completion_tokens\":2}}";
+    cr_assert_eq(gx_maas_usage_of(bad_num, strlen(bad_num), &p, &c, &bytes), 0, "falls back to the full parse");
+    const char *cut = "{\"usage\":{\"prompt_tokens\":7";
+    p = c = -1;
+    cr_assert_eq(gx_maas_usage_of(cut, strlen(cut), &p, &c, &bytes), -1);
     json_t *req = json_loads("{\"messages\":[{\"role\":\"user\",\"content\":\"123456789012\"}]}", 0, NULL);
     cr_assert_eq(gx_maas_prompt_estimate(req), 12 / 3 + 4 + 4 / 3 + 1); /* "user" counts too */
     json_decref(req);
