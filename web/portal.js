@@ -213,55 +213,40 @@
   const app = $('[data-models-app]');
   if (app) models();
   async function models() {
+    // the catalog, the key form's tiers and the playground's models come from the server,
+    // cut down to what the user's tiers open; this wires keys, usage and the chat
     const status = $('#gw-status');
+    if (status.getAttribute('data-gateway') !== 'present') return;
+    const origin = $('code.origin', status);
+    if (origin) origin.textContent = location.origin + '/v1';
     const keysRes = await api('GET', '/api/v1/keys');
-    if (keysRes.status === 404 || keysRes.status === 405) {
-      status.textContent = 'The model gateway is not part of this server yet: models, API keys, usage and the playground appear here once it is.';
-      status.setAttribute('data-gateway', 'absent');
-      return;
-    }
     if (!keysRes.ok) { status.textContent = 'The model gateway answered: ' + errText(keysRes); return; }
-    status.setAttribute('data-gateway', 'present');
-    status.textContent = 'Create a key, then call the OpenAI API at ' + location.origin + '/v1 with it (any OpenAI client works).';
-    for (const id of ['catalog', 'keys', 'usage', 'playground']) $('#' + id).hidden = false;
-    const [mres, tres] = await Promise.all([api('GET', '/api/v1/models'), api('GET', '/api/v1/tiers')]);
-    const list = $('#model-list'), sel = $('#chat-model');
-    for (const m of (mres.data && mres.data.items) || []) {
-      const name = (m.servedNames && m.servedNames[0]) || m.name;
-      list.append(el('li', { class: 'card' }, el('h3', { text: name }),
-        el('p', { class: 'sub', text: m.state + ' · ' + m.readyReplicas + '/' + m.replicas + ' replicas ready · tiers: ' + (m.tiers || []).join(', ') })));
-      sel.append(el('option', { value: name, text: name }));
-    }
-    if (!list.children.length) list.append(el('li', { class: 'empty', text: 'No model is open to your tier yet.' }));
-    const tiers = ((tres.data && tres.data.items) || []).map((t) => t.name);
-    const tierInput = $('#key-tier');
-    if (tiers.length) {
-      const s = el('select', { id: 'key-tier', name: 'tier' });
-      for (const t of tiers) s.append(el('option', { value: t, text: t }));
-      tierInput.replaceWith(s);
-    }
+    for (const id of ['keys', 'usage', 'playground']) if ($('#' + id)) $('#' + id).hidden = false;
     renderKeys(keysRes.data.items || []);
-    $('#key-form').addEventListener('submit', async (ev) => {
+    const form = $('#key-form');
+    if (form) form.addEventListener('submit', async (ev) => {
       ev.preventDefault();
       const f = ev.target, btn = $('button[type=submit]', f);
       if (!f.reportValidity()) return;
+      const opt = f.tier.selectedOptions[0];
       btn.disabled = true; btn.classList.add('busy');
-      const res = await api('POST', '/api/v1/keys', { name: f.name.value, tier: $('#key-tier').value || 'default', expires: (f.days.value || 30) + 'd' });
+      const res = await api('POST', '/api/v1/keys', { name: f.name.value, tier: opt.value, namespace: opt.getAttribute('data-ns'),
+                                                      expires: (f.days.value || 30) + 'd' });
       btn.disabled = false; btn.classList.remove('busy');
       if (!res.ok) { window.alert('Key not created: ' + errText(res)); return; }
       $('#new-key-value').textContent = res.data.key;
       $('#new-key').hidden = false;
-      $('#chat-key').value = res.data.key;
+      if ($('#chat-key')) $('#chat-key').value = res.data.key;
       f.reset();
       const again = await api('GET', '/api/v1/keys');
       renderKeys((again.data && again.data.items) || []);
     });
-    $('#copy-key').addEventListener('click', async () => {
+    if ($('#copy-key')) $('#copy-key').addEventListener('click', async () => {
       try { await navigator.clipboard.writeText($('#new-key-value').textContent); $('#copy-key').textContent = 'Copied'; }
       catch (e) { window.getSelection().selectAllChildren($('#new-key-value')); $('#copy-key').textContent = 'Press Ctrl+C'; }
     });
     usageChart();
-    $('#chat-form').addEventListener('submit', chat);
+    if ($('#chat-form')) $('#chat-form').addEventListener('submit', chat);
   }
   function renderKeys(items) {
     const body = $('#key-rows');

@@ -314,6 +314,7 @@ static void users(route_ctx *c)
         if (gx_auth_delete_user(c->d->auth, c->seg[3], &e)) reply_err(c, &e);
         else {
             gx_maas_user_deleted(c->d->maas, c->seg[3]); /* their API keys stop working too */
+            gx_portal_user_deleted(c->d->portal, c->seg[3]); /* their portal sessions end at once */
             gx_resp_json(c->resp, 200, json_pack("{s:{s:s}}", "deleted", "name", c->seg[3]));
         }
         return;

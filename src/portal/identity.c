@@ -7,7 +7,6 @@
  * comes from one of its trustedAddresses; log or echo a password or a token. */
 #include <arpa/inet.h>
 #include <ctype.h>
-#include <microhttpd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -98,10 +97,7 @@ int gx_portal_check_config(const json_t *doc, gx_err *err)
 
 static int peer_trusted(const gx_req *req, const json_t *ap)
 {
-    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(req->conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
-    if (!ci || !ci->client_addr || ci->client_addr->sa_family != AF_INET) return 0;
-    char ip[INET_ADDRSTRLEN];
-    inet_ntop(AF_INET, &((const struct sockaddr_in *)ci->client_addr)->sin_addr, ip, sizeof ip);
+    const char *ip = gx_req_peer(req);
     const json_t *ta = json_object_get(ap, "trustedAddresses");
     size_t i;
     const json_t *v;
@@ -113,10 +109,7 @@ static int peer_trusted(const gx_req *req, const json_t *ap)
 
 static void peer_addr(const gx_req *req, char *out, size_t n)
 {
-    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(req->conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
-    out[0] = 0;
-    if (ci && ci->client_addr && ci->client_addr->sa_family == AF_INET)
-        inet_ntop(AF_INET, &((const struct sockaddr_in *)ci->client_addr)->sin_addr, out, (socklen_t)n);
+    snprintf(out, n, "%s", gx_req_peer(req));
 }
 
 /* This address's failure counter in the current minute (a small table: the least
@@ -323,5 +316,7 @@ void gx_portal_account_post(gx_portal_ctx *c)
     gx_err e;
     gx_err_clear(&e);
     if (gx_auth_set_password(c->d->auth, c->user->name, p1, c->now, &e)) { gx_portal_account_page(c, NULL, e.msg); return; }
-    gx_portal_account_page(c, "Password changed.", NULL);
+    /* whoever knew the old password is signed out everywhere else */
+    gx_portal_session_drop_others(c, c->user->name);
+    gx_portal_account_page(c, "Password changed; your other sessions were signed out.", NULL);
 }

@@ -216,7 +216,8 @@ void gx_portal_admin_post(gx_portal_ctx *c)
     }
     if (!strcmp(op, "password")) {
         int rc = gx_auth_set_password(c->d->auth, user, pw, c->now, &e);
-        snprintf(note, sizeof note, "Password of %s set.", user);
+        if (!rc) gx_portal_session_drop_others(c, user); /* the old password's sessions end */
+        snprintf(note, sizeof note, "Password of %s set; their sessions were signed out.", user);
         gx_portal_admin(c, rc ? NULL : note, rc ? e.msg : NULL);
         return;
     }

@@ -1,7 +1,6 @@
 /* pages_cluster: Queues (quota, usage, borrowing; admins edit quotas), GPUs (each
- * GPU with what runs on it and live charts), Models (the gateway's catalog, keys,
- * usage and a playground, drawn by portal.js from the gateway's REST API).
- * Owns: these three pages and the quota change (a ClusterQueue re-applied with one
+ * GPU with what runs on it and live charts). The Models page is pages_models.c.
+ * Owns: these two pages and the quota change (a ClusterQueue re-applied with one
  * nominalQuota changed, through gx_d_apply: validated, all or nothing, durable).
  * Must not: show a non-admin the queues of other teams, or change anything else. */
 #include <stdio.h>
@@ -235,36 +234,5 @@ void gx_portal_gpus(gx_portal_ctx *c)
     }
     gx_portal_put(&b, "</section>");
     json_decref(nodes);
-    gx_portal_page_end(c, &b, 200);
-}
-
-void gx_portal_models(gx_portal_ctx *c)
-{
-    gx_portal_buf b;
-    gx_portal_buf_init(&b);
-    gx_portal_page_begin(c, &b, "Models", "models");
-    /* drawn by portal.js from /api/v1/models, /api/v1/keys, /api/v1/usage and /v1/chat/completions */
-    gx_portal_put(&b, "<div id=\"models-app\" data-models-app>"
-                      "<p id=\"gw-status\" class=\"note\" role=\"status\">Asking the model gateway…</p>"
-                      "<section id=\"catalog\" hidden><h2>Models you may use</h2><ul id=\"model-list\" class=\"cards\"></ul></section>"
-                      "<section id=\"keys\" hidden><h2>Your API keys</h2>"
-                      "<form id=\"key-form\" class=\"inline-form\"><label for=\"key-name\">Name</label>"
-                      "<input id=\"key-name\" name=\"name\" required maxlength=\"63\" pattern=\"[a-z0-9]([-a-z0-9]*[a-z0-9])?\" placeholder=\"laptop\">"
-                      "<label for=\"key-tier\">Tier</label><input id=\"key-tier\" name=\"tier\" maxlength=\"63\" placeholder=\"default\">"
-                      "<label for=\"key-days\">Expires in (days)</label><input id=\"key-days\" name=\"days\" type=\"number\" min=\"1\" max=\"365\" value=\"30\">"
-                      "<button type=\"submit\" class=\"primary\">Create key</button></form>"
-                      "<div id=\"new-key\" class=\"secret\" hidden role=\"status\"><p>Your new key, shown <b>only once</b>:</p>"
-                      "<code id=\"new-key-value\"></code> <button type=\"button\" id=\"copy-key\">Copy</button></div>"
-                      "<table class=\"list\"><thead><tr><th scope=\"col\">Name</th><th scope=\"col\">Key</th><th scope=\"col\">Tier</th>"
-                      "<th scope=\"col\">Expires</th><th scope=\"col\"></th></tr></thead><tbody id=\"key-rows\"></tbody></table></section>"
-                      "<section id=\"usage\" hidden><h2>Your usage (last 7 days)</h2><svg id=\"usage-chart\" class=\"chart\" "
-                      "viewBox=\"0 0 600 200\" role=\"img\" aria-label=\"tokens per model\"></svg></section>"
-                      "<section id=\"playground\" hidden><h2>Playground</h2><form id=\"chat-form\" class=\"stack\">"
-                      "<label for=\"chat-model\">Model</label><select id=\"chat-model\" required></select>"
-                      "<label for=\"chat-key\">API key</label><input id=\"chat-key\" type=\"password\" autocomplete=\"off\" required "
-                      "placeholder=\"gpa_… (a key you just created is filled in)\">"
-                      "<label for=\"chat-msg\">Message</label><textarea id=\"chat-msg\" rows=\"3\" required maxlength=\"8000\">Say hello.</textarea>"
-                      "<button type=\"submit\" class=\"primary\">Send</button></form>"
-                      "<pre id=\"chat-out\" class=\"logs\" aria-live=\"polite\"></pre></section></div>");
     gx_portal_page_end(c, &b, 200);
 }

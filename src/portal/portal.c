@@ -16,7 +16,7 @@ gx_portal *gx_portal_new(gx_daemon *d)
     gx_portal *p = calloc(1, sizeof *p);
     if (!p) abort();
     p->d = d;
-    randombytes_buf(p->key, sizeof p->key);
+    gx_portal_sessions_load(p, d && d->loop ? gx_loop_now(d->loop) : 0);
     return p;
 }
 
@@ -174,6 +174,12 @@ int gx_portal_route(gx_portal *p, gx_req *req, gx_resp *resp)
     c.s = gx_portal_session_find(p, req, c.now);
     const gx_user *pu = gx_portal_proxy_user(&c);
     c.user = pu ? pu : c.s ? gx_auth_find(p->d->auth, c.s->user) : NULL;
+    if (!c.user && c.s) { /* its user was deleted (by the API): the session ends for good */
+        char who[sizeof c.s->user];
+        memcpy(who, c.s->user, sizeof who); /* drop_user moves the table under c.s */
+        c.s = NULL;
+        gx_portal_session_drop_user(p, who);
+    }
     if (!strcmp(path, "/login")) {
         if (post) gx_portal_login_post(&c);
         else if (c.user) gx_portal_redirect(&c, "/");

@@ -13,18 +13,25 @@
 #define GX_PORTAL_IDLE_MS (8LL * 3600 * 1000)       /* signed out after 8 h without a request */
 #define GX_PORTAL_ABS_MS (7LL * 24 * 3600 * 1000)   /* and after 7 days whatever happens */
 #define GX_PORTAL_CSRF_LEN 43                       /* base64url of 32 random bytes */
+/* A used session's stored end moves at most this often: one small write per active
+ * person per 5 minutes, and after a restart the idle limit may come 5 minutes early. */
+#define GX_PORTAL_TOUCH_MS (5LL * 60 * 1000)
 
 typedef struct gx_portal_session {
     unsigned char id_hash[32];   /* keyed hash of the cookie value; the value is never kept */
     char user[64];
     char csrf[GX_PORTAL_CSRF_LEN + 1];
     int64_t created_ms, seen_ms;
-    int proxy;                   /* signed in by the trusted proxy's headers */
+    int proxy;                   /* signed in by the trusted proxy's headers (never stored: the
+                                  * proxy signs the person in again after a restart) */
+    int64_t stored_exp_ms;       /* the end written to the store; 0: not in the store */
 } gx_portal_session;
 
 struct gx_portal {
     gx_daemon *d;
-    unsigned char key[32];       /* per-process key for session id hashes */
+    unsigned char key[32];       /* key of the session id hashes, kept in the store's meta
+                                  * table so that a restart still recognises cookies */
+    int store_ok;                /* 0: the store refused us once; sessions stay in memory */
     gx_portal_session *sess;
     size_t nsess, capsess;
     int64_t fail_window_ms;      /* failed sign-ins in the current minute: */
@@ -48,12 +55,17 @@ typedef struct gx_portal_ctx {
 } gx_portal_ctx;
 
 /* session.c */
+/* Key of the id hashes and the stored sessions: called once by gx_portal_new. */
+void gx_portal_sessions_load(gx_portal *p, int64_t now);
 gx_portal_session *gx_portal_session_find(gx_portal *p, const gx_req *req, int64_t now);
 /* New session for user; sets the cookie header on resp. */
 gx_portal_session *gx_portal_session_new(gx_portal_ctx *c, const char *user, int proxy);
 void gx_portal_session_end(gx_portal_ctx *c);
 /* Drop every session of a user (deleted, or password changed). */
 void gx_portal_session_drop_user(gx_portal *p, const char *user);
+/* A password changed: end every session of user but the current request's (c->s is
+ * updated, as the table moves). */
+void gx_portal_session_drop_others(gx_portal_ctx *c, const char *user);
 int gx_portal_csrf_ok(const gx_portal_session *s, const char *token);
 void gx_portal_random_token(char *out, size_t n);   /* base64url, n >= 44 */
 const char *gx_portal_cookie(const gx_req *req, const char *name, char *out, size_t n);
@@ -93,11 +105,16 @@ void gx_portal_why(gx_portal_ctx *c, const json_t *wl, gx_portal_buf *b);
 void gx_portal_catalog(gx_portal_ctx *c);
 void gx_portal_request(gx_portal_ctx *c, const char *tpl);
 
-/* pages_cluster.c: Queues, GPUs, Models */
+/* pages_cluster.c: Queues, GPUs */
 void gx_portal_queues(gx_portal_ctx *c);
 void gx_portal_quota_post(gx_portal_ctx *c, const char *cq);
 void gx_portal_gpus(gx_portal_ctx *c);
+
+/* pages_models.c: Models (the catalog of the user's tiers, keys, usage, playground) */
 void gx_portal_models(gx_portal_ctx *c);
+/* The models (views as GET /api/v1/models gives them) that one of tiers (names) opens,
+ * each with "tiers" cut down to those; a new array, in the order of models. */
+json_t *gx_portal_models_for(const json_t *models, const json_t *tiers);
 
 /* pages_admin.c */
 void gx_portal_admin(gx_portal_ctx *c, const char *note, const char *error);

@@ -33,6 +33,11 @@ if [[ -x "$FAKE" ]]; then
   printf 'apiVersion: gpuaas.dev/v1alpha1\nkind: Model\nmetadata: {name: fake}\nspec: {servedNames: [fake-model], tiers: [default], url: "http://127.0.0.1:%s/v1"}\n' \
     "$(cat "$TMP/up.port")" > "$TMP/model.yaml"
   [[ $(status_of "$(api POST /api/v1/apply --data-binary @"$TMP/model.yaml")") == 200 ]] && E2E_MODEL=fake-model
+  # a tier open only to team-b, and a model only it opens: alice (team-a) must not see either
+  printf 'apiVersion: gpuaas.dev/v1alpha1\nkind: Tier\nmetadata: {name: vision-only}\nspec: {limits: {requestsPerMinute: 60}, namespaces: [team-b]}\n---\n' > "$TMP/secret.yaml"
+  printf 'apiVersion: gpuaas.dev/v1alpha1\nkind: Model\nmetadata: {name: secret}\nspec: {servedNames: [secret-llm], tiers: [vision-only], url: "http://127.0.0.1:%s/v1"}\n' \
+    "$(cat "$TMP/up.port")" >> "$TMP/secret.yaml"
+  [[ $(status_of "$(api POST /api/v1/apply --data-binary @"$TMP/secret.yaml")") == 200 ]] || fail "apply the team-b tier and model"
 fi
 
 SHOTS_DIR=$ROOT/build/portal-screenshots

@@ -241,6 +241,15 @@ async function main() {
       console.log('  (the gateway is not in this build: checked the Models page degrades clearly)');
       return;
     }
+    if (process.env.E2E_MODEL) {
+      // the catalog, the key form and the playground offer only what alice's tiers open
+      await waitText(alice, '#model-list', new RegExp(process.env.E2E_MODEL));
+      expect(!/secret-llm/.test(await textOf(alice, '#model-list')), 'a model outside her tiers is shown');
+      const tiers = await alice.locator('#key-tier option').allTextContents();
+      expect(tiers.includes('default') && !tiers.includes('vision-only'), 'tiers offered: ' + tiers.join(', '));
+      const models = await alice.locator('#chat-model option').allTextContents();
+      expect(models.includes(process.env.E2E_MODEL) && !models.includes('secret-llm'), 'playground models: ' + models.join(', '));
+    }
     await alice.getByLabel('Name', { exact: true }).fill('laptop');
     await alice.getByRole('button', { name: 'Create key' }).click();
     const key = await waitText(alice, '#new-key-value', /^gpa_/);
@@ -271,6 +280,10 @@ async function main() {
     await bob.goto(BASE + '/ui/account');
     const t = await textOf(bob, 'main');
     expect(/bob-smith/.test(t) && /team-b/.test(t) && !/team-a/.test(t), 'account page: ' + t.slice(0, 200));
+    if (process.env.E2E_MODEL) { // team-b's tier opens the model alice could not see
+      await bob.goto(BASE + '/ui/models');
+      await waitText(bob, '#model-list', /secret-llm/);
+    }
     await ctx.close();
   });
   await step('an admin deploys a model from a template (a gateway Model)', async () => {

@@ -279,3 +279,30 @@ Test(portal_config, portal_config_is_checked)
     json_decref(v1);
     cr_assert(gx_portal_owns_kind("Template") && gx_portal_owns_kind("PortalConfig") && !gx_portal_owns_kind("Job"));
 }
+
+Test(portal_models, only_models_of_the_users_tiers)
+{
+    json_t *models = json_pack("[{s:s,s:[s],s:[s,s]},{s:s,s:[s],s:[s]},{s:s,s:[s],s:[]}]",
+                               "name", "open", "servedNames", "open-llm", "tiers", "free", "premium",
+                               "name", "secret", "servedNames", "secret-llm", "tiers", "restricted",
+                               "name", "none", "servedNames", "none-llm", "tiers");
+    json_t *tiers = json_pack("[s,s]", "premium", "other");
+    json_t *got = gx_portal_models_for(models, tiers);
+    cr_assert_eq(json_array_size(got), 1);
+    cr_assert_str_eq(json_string_value(json_object_get(json_array_get(got, 0), "name")), "open");
+    /* only the user's own tiers are named */
+    json_t *t = json_object_get(json_array_get(got, 0), "tiers");
+    cr_assert_eq(json_array_size(t), 1);
+    cr_assert_str_eq(json_string_value(json_array_get(t, 0)), "premium");
+    /* the input is left as it was */
+    cr_assert_eq(json_array_size(json_object_get(json_array_get(models, 0), "tiers")), 2);
+    json_decref(got);
+    /* no tier: no model */
+    json_t *none = json_array();
+    got = gx_portal_models_for(models, none);
+    cr_assert_eq(json_array_size(got), 0);
+    json_decref(got);
+    json_decref(none);
+    json_decref(tiers);
+    json_decref(models);
+}
