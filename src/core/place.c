@@ -327,8 +327,9 @@ static const gx_place_policy policies[GX_PLACE_NPOLICIES] = {
       "fragmentation gradient descent (Weng et al., ATC'23): least growth of "
       "expected fragmented GPU", true, gx_place_score_fgd },
     { GX_PLACE_OURS, "ours",
-      "keep a few homes of rare big pod shapes empty, then FGD's score, then least "
-      "growth of fill-fragmentation (GPU that CPU or packing leaves unusable)", true,
+      "keep a few homes of rare big pod shapes empty, then FGD's score with the expected "
+      "idle GPU of the holes it leaves, then least growth of fill-fragmentation (GPU "
+      "that CPU or packing leaves unusable)", true,
       gx_place_score_ours },
 };
 
@@ -398,6 +399,7 @@ gx_place_ctx *gx_place_ctx_new(const gx_place_policy *pol, const gx_place_worklo
     cx->pol = pol;
     gx_rng_seed(cx->rng, seed);
     if (wl && wl->n > 0 && set_workload(cx, wl)) goto fail;
+    if (pol->id == GX_PLACE_OURS && cx->ntypes > 0 && gx_place_ours_init(cx)) goto fail;
     if (pol->needs_workload) {
         cx->fc = calloc(FCACHE_SLOTS, sizeof *cx->fc);
         if (!cx->fc) goto fail;
@@ -415,6 +417,7 @@ void gx_place_ctx_free(gx_place_ctx *cx)
     free(cx->types);
     free(cx->all);
     free(cx->fillw);
+    free(cx->hole);
     free(cx->node_cls);
     free(cx->node_res);
     if (cx->shapes) memo_reset(cx, NULL, 0);

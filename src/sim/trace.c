@@ -1,7 +1,8 @@
 /* sim/trace: `gpuaas sim trace`, the command line of the cluster-trace replay.
  * Owns: flags, running each policy over each seed (trace_replay.c) or the time-driven
- * replay (trace_timed.c), and printing the table or JSON, the SVG plot (trace_svg.c)
- * and the comparison with published curves (trace_expected.c).
+ * replay (trace_timed.c), and printing the table or JSON, the SVG plot (trace_svg.c),
+ * the comparison with published curves (trace_expected.c), and with --bound the
+ * offline upper bound and best-fit-decreasing reference (trace_bound.c).
  * Must not: hold placement logic; every decision is gx_place_choose's. */
 #include <math.h>
 #include <stdlib.h>
@@ -19,7 +20,7 @@ typedef struct opts {
     uint64_t seeds[MAX_SEEDS];
     int nseeds;
     double tune, coverage, time_scale;
-    bool timed, no_sharing;
+    bool timed, no_sharing, bound;
 } opts;
 
 static void usage(FILE *f)
@@ -43,7 +44,8 @@ static void usage(FILE *f)
         "                    (default 0.95)\n"
         "  -o, --output FMT  table (default) or json: one object per policy {policy, tune,\n"
         "                    seeds, total_gpus, curve[0..100*tune], alloc_ratio_at_100,\n"
-        "                    seconds}; several policies print a JSON array of them\n"
+        "                    seconds} (with --bound also bound_at_100, offline_bfd_at_100);\n"
+        "                    several policies print a JSON array of them\n"
         "  --svg FILE        write the allocation-ratio curves (80 %% arrived and up) as SVG\n"
         "  --expected FILE   published curves (analysis_allo_discrete.csv): compare column\n"
         "                    by column and draw them dashed in the plot\n"
@@ -64,6 +66,10 @@ static void usage(FILE *f)
         "  --no-sharing      with --timed: only the rounded-up (no sharing) replay\n"
         "  --time-scale K    with --timed: divide arrival times by K (K > 1 compresses the\n"
         "                    trace into a busier cluster; durations are kept; default 1)\n"
+        "  --bound           also print an upper bound on the allocation ratio at 100 %%\n"
+        "                    arrived that any placement could reach on the same arrivals,\n"
+        "                    and what offline best-fit decreasing reaches (bin-packing\n"
+        "                    relaxation: CPU and nodes ignored); not with --timed\n"
         "  -h, --help        this help\n"
         "\n"
         "Exit status: 0 ok, 2 bad flags or unreadable files, 1 replay failure.\n",
@@ -127,6 +133,7 @@ static int parse_args(int argc, char **argv, opts *o)
         bool takes = true;
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) { usage(stdout); return 1; }
         if (!strcmp(a, "--timed")) { o->timed = true; takes = false; }
+        else if (!strcmp(a, "--bound")) { o->bound = true; takes = false; }
         else if (!strcmp(a, "--no-sharing")) { o->no_sharing = true; takes = false; }
         else if (!takes_value(a)) {
             fprintf(stderr, "gpuaas sim trace: unknown %s '%s' (see --help)\n",
@@ -237,6 +244,8 @@ typedef struct result {
     int ncols;
     double seconds;
     size_t dropped, arrived;
+    double bound;             /* --bound: mean upper bound at 100 % arrived, NAN if not */
+    double bfd;               /* --bound: mean offline best-fit decreasing, the same */
 } result;
 
 static double at100(const result *r) { return r->ncols > 100 ? r->curve[100] : NAN; }
@@ -253,6 +262,9 @@ static void print_json(const opts *o, const gx_trace *t, const result *r, int nr
         printf("], \"alloc_ratio_at_100\": ");
         if (r[i].ncols > 100) printf("%.4f", at100(&r[i])); else printf("null");
         printf(", \"seconds\": %.3f", r[i].seconds);
+        if (o->bound && !isnan(r[i].bound))
+            printf(", \"bound_at_100\": %.4f, \"offline_bfd_at_100\": %.4f", r[i].bound,
+                   r[i].bfd);
         if (r[i].has_pub && r[i].ncols > 100) {
             double mx = 0;
             for (int k = 0; k < r[i].ncols && k <= 130; k++)
@@ -298,6 +310,11 @@ static void print_table(const opts *o, const gx_trace *t, const result *r, int n
         }
     }
     printf("\ncolumns: mean GPU allocation ratio (%%) at arrived GPU demand (%% of capacity)\n");
+    if (o->bound && nr > 0 && !isnan(r[0].bound))
+        printf("at 100 %% arrived, with CPU and nodes ignored (every GPU a bin of 1000):\n"
+               "  upper bound for any placement of the same arrivals: %.2f %%\n"
+               "  offline best-fit decreasing of the same arrivals:   %.2f %%\n",
+               r[0].bound, r[0].bfd);
 }
 
 static int write_svg(const opts *o, const result *r, int nr)
@@ -330,8 +347,24 @@ static int run_arrivals(const opts *o, const gx_trace *t, const gx_place_workloa
     result *r = calloc((size_t)np, sizeof *r);
     if (!r) return 1;
     gx_trace_replay_opts ro = { o->tune, wl };
+    double bound = NAN, bfd = NAN;
+    if (o->bound) {                      /* the same for every policy: one per seed */
+        bound = bfd = 0;
+        for (int s = 0; s < o->nseeds && !isnan(bound); s++) {
+            size_t na = 0;
+            int *arr = gx_trace_arrivals(t, o->seeds[s], o->tune, &na);
+            double b = arr ? gx_trace_bound(t, arr, na, 1.0) : -1;
+            double f = arr ? gx_trace_offline_bfd(t, arr, na, 1.0) : -1;
+            free(arr);
+            bound = b < 0 || f < 0 ? NAN : bound + b / o->nseeds;
+            bfd += f / o->nseeds;
+        }
+        if (isnan(bound)) bfd = NAN;
+    }
     for (int p = 0; p < np; p++) {
         r[p].pol = pols[p];
+        r[p].bound = bound;
+        r[p].bfd = bfd;
         double t0 = now_s();
         for (int s = 0; s < o->nseeds; s++) {
             gx_trace_run run;

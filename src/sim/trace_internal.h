@@ -58,6 +58,17 @@ typedef struct gx_trace_replay_opts {
 int gx_trace_replay(const gx_trace *t, const gx_place_policy *pol, uint64_t seed,
                     const gx_trace_replay_opts *o, gx_trace_run *out);
 
+/* The replay's arrival sequence for `seed` (pod indices, *count of them; malloc'd, NULL
+ * when out of memory); the replay of the same seed sees exactly this sequence. */
+int *gx_trace_arrivals(const gx_trace *t, uint64_t seed, double tune, size_t *count);
+
+/* trace_bound.c: an upper bound (%) on the allocation ratio any placement reaches once
+ * the arrived demand of arr[0..na) first comes to `at` x capacity (1.0 = 100 %). */
+double gx_trace_bound(const gx_trace *t, const int *arr, size_t na, double at);
+/* The allocation (%) an offline best-fit decreasing packing of the same pods reaches on
+ * the same relaxation: a reference, not a bound. */
+double gx_trace_offline_bfd(const gx_trace *t, const int *arr, size_t na, double at);
+
 /* trace_timed.c: creation/deletion-time replay with a queue. */
 typedef struct gx_trace_timed_result {
     double util;                  /* allocated GPU-time / capacity-time over the arrival

@@ -2,7 +2,7 @@
  * engine (src/core/place*.c): shuffled pods, sampled with replacement up to tune x
  * capacity, placed one by one with no departures, a pod that fits nowhere dropped, the
  * allocation ratio logged after each arrival and averaged per arrived-demand percent.
- * Owns: gx_trace_replay.
+ * Owns: gx_trace_replay, gx_trace_arrivals.
  * Must not: score or pick nodes itself (gx_place_choose does), or print. */
 #include <math.h>
 #include <stdlib.h>
@@ -13,7 +13,7 @@
 /* The arrival sequence for one seed: every trace pod once in shuffled order, then pods
  * drawn with replacement until the next draw would push requested GPU over the target;
  * when the trace alone is over it, random pods are removed instead. */
-static int *arrivals(const gx_trace *t, gx_trace_rng *r, double tune, size_t *count)
+static int *arrivals_rng(const gx_trace *t, gx_trace_rng *r, double tune, size_t *count)
 {
     size_t n = t->npods, cap = n * 2 + 16, len = n;
     int *a = malloc(cap * sizeof *a);
@@ -49,6 +49,13 @@ static int *arrivals(const gx_trace *t, gx_trace_rng *r, double tune, size_t *co
     return a;
 }
 
+int *gx_trace_arrivals(const gx_trace *t, uint64_t seed, double tune, size_t *count)
+{
+    gx_trace_rng r;
+    gx_trace_rng_seed(&r, seed);
+    return arrivals_rng(t, &r, tune, count);
+}
+
 int gx_trace_replay(const gx_trace *t, const gx_place_policy *pol, uint64_t seed,
                     const gx_trace_replay_opts *o, gx_trace_run *out)
 {
@@ -61,7 +68,7 @@ int gx_trace_replay(const gx_trace *t, const gx_place_policy *pol, uint64_t seed
     gx_trace_rng r;
     gx_trace_rng_seed(&r, seed);
     size_t na = 0;
-    int *arr = arrivals(t, &r, o->tune, &na);
+    int *arr = arrivals_rng(t, &r, o->tune, &na);
     int *order = malloc((size_t)t->nnodes * sizeof *order);
     gx_place_node *nodes = malloc((size_t)t->nnodes * sizeof *nodes);
     gx_place_ctx *cx = gx_place_ctx_new(pol, o->wl, seed ^ UINT64_C(0x5eed));

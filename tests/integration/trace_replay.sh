@@ -2,7 +2,8 @@
 # tests/integration/trace_replay: `gpuaas sim trace` on the Alibaba openb trace.
 # Checks the JSON interface, the reproduction of the FGD paper's best-fit and FGD
 # figures (within 1 point at 100 % arrived demand, 10 seeds), ours >= fgd from 80 % to
-# 130 %, the time-driven replay, and the error paths. Skips (exit 0) without the trace.
+# 130 %, the offline upper bound (--bound) above every policy, the time-driven replay,
+# and the error paths. Skips (exit 0) without the trace.
 # Needs GPUAAS_BIN (path to the gpuaas binary) and python3. Takes about 10-20 s.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -20,7 +21,7 @@ bad() { echo "FAIL $1"; fail=1; }
 
 "$BIN" sim trace --help >/tmp/trace_help.$$ 2>&1 && ok "--help exits 0" || bad "--help exits 0"
 for f in --nodes --pods --policy --seeds --tune --coverage -o --svg --expected --perturb \
-         --perturb-seed --timed --no-sharing --time-scale; do
+         --perturb-seed --timed --no-sharing --time-scale --bound; do
     grep -q -- "$f" /tmp/trace_help.$$ || bad "--help documents $f"
 done
 rm -f /tmp/trace_help.$$
@@ -32,7 +33,7 @@ rm -f /tmp/trace_help.$$
 "$BIN" sim trace --nodes "$N" --pods "$P" --policy nope >/dev/null 2>&1; rc=$?
 [[ $rc == 2 ]] && ok "unknown policy exits 2" || bad "unknown policy exits 2 (got $rc)"
 
-out=$("$BIN" sim trace --nodes "$N" --pods "$P" --policy best-fit,fgd,ours --seeds 42-51 -o json)
+out=$("$BIN" sim trace --nodes "$N" --pods "$P" --policy best-fit,fgd,ours --seeds 42-51 --bound -o json)
 if [[ $? != 0 ]]; then
     bad "replay best-fit,fgd,ours"
 else
@@ -55,6 +56,10 @@ good &= check(lo >= -0.005, "ours >= fgd from 80 to 130 %% arrived (min diff %+.
 good &= check(o["alloc_ratio_at_100"] > f["alloc_ratio_at_100"],
               "ours above fgd at 100%%: %.2f vs %.2f" % (o["alloc_ratio_at_100"],
                                                           f["alloc_ratio_at_100"]))
+bd = o["bound_at_100"]
+good &= check(f["bound_at_100"] == bd and max(b["alloc_ratio_at_100"], f["alloc_ratio_at_100"],
+              o["alloc_ratio_at_100"]) <= bd <= 100.0,
+              "offline bound %.2f %% above every policy at 100 %% arrived, at most 100" % bd)
 sys.exit(0 if good else 1)
 PY
 fi

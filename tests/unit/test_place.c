@@ -1,11 +1,13 @@
 /* tests/unit/test_place: the placement engine (src/core/place*.c) on small hand-made
  * nodes whose right answer is worked out by hand in the comments.
- * Owns: suites place_model, place_fit, place_commit, place_<policy>, place_memo.
+ * Owns: suites place_model, place_fit, place_commit, place_<policy>, place_memo, and
+ * place_bound (the replay's offline upper bound, on hand-made pod lists).
  * Must not: read the trace (the replay has its own integration test). */
 #include <criterion/criterion.h>
 #include <string.h>
 
 #include "core/place.h"
+#include "sim/trace_internal.h"
 
 /* ---- helpers --------------------------------------------------------------------- */
 
@@ -407,4 +409,113 @@ Test(place_memo, one_array_reused_for_other_nodes)
         cr_assert_eq(gx_place_choose(cx, n, 11, NULL, &p, &a), 0);
     }
     gx_place_ctx_free(cx);
+}
+
+Test(place_ours, hole_table_is_the_expected_idle_after_random_fill)
+{
+    /* sharing types 650 and 350, equally likely: a 350 hole is filled exactly (0); a
+     * 650 hole gets a 650 (0) or a 350 that leaves 300 nothing fills: 150 expected; a
+     * whole GPU gets a 650 then a 350 (0), or a 350 then a 650 or 350 (0 or 300): 75. */
+    gx_place_type t[2] = { { 1000, 1, 650, 0, 0.5 }, { 1000, 1, 350, 0, 0.5 } };
+    gx_place_ctx *cx = ctx("ours", t, 2);
+    cr_assert_not_null(cx->hole);
+    cr_assert_float_eq(cx->hole[349], 349.0, 1e-9);
+    cr_assert_float_eq(cx->hole[350], 0.0, 1e-9);
+    cr_assert_float_eq(cx->hole[650], 150.0, 1e-9);
+    cr_assert_float_eq(cx->hole[1000], 75.0, 1e-9);
+    gx_place_ctx_free(cx);
+    gx_place_ctx *fgd = ctx("fgd", t, 2);
+    cr_assert_null(fgd->hole);                /* only ours builds it */
+    gx_place_ctx_free(fgd);
+}
+
+Test(place_ours, leaves_the_hole_a_common_share_fills)
+{
+    /* sharing types 350, 450, 250 (one third each); a 350 pod, GPU 0 of node 0 has 600
+     * free, that of node 1 has 500. FGD: 600 -> 250 makes the 250 hole useless to 350
+     * and 450 (F +166.7, score 45); 500 -> 150 leaves 150 that nothing fits (F +150,
+     * score 46): FGD takes node 1 and strands 150 for good. ours adds half the change
+     * of the expected idle after fill: hole[600] = hole[500] = 66.7, hole[250] = 0 (a
+     * 250 fills it), hole[150] = 150: node 0 -133.3 (score 46), node 1 -191.7 (45). */
+    gx_place_type t[3] = { { 1000, 1, 350, 0, 1.0 / 3 }, { 1000, 1, 450, 0, 1.0 / 3 },
+                           { 1000, 1, 250, 0, 1.0 / 3 } };
+    gx_place_ctx *ours = ctx("ours", t, 3), *fgd = ctx("fgd", t, 3);
+    gx_place_node n[2] = { node(64000, 1), node(64000, 1) };
+    n[0].gpu_free[0] = 600;
+    n[1].gpu_free[0] = 500;
+    n[0].pods = n[1].pods = 1;
+    gx_place_pod p = share(1000, 350);
+    gx_place_assign a;
+    cr_assert_eq(gx_place_choose(fgd, n, 2, NULL, &p, &a), 1);
+    cr_assert_eq(a.score, 46);
+    cr_assert_eq(gx_place_choose(ours, n, 2, NULL, &p, &a), 0);
+    cr_assert_eq(a.gpu[0], 0);
+    gx_place_ctx_free(ours);
+    gx_place_ctx_free(fgd);
+}
+
+/* ---- the offline upper bound of the replay (src/sim/trace_bound.c) ------------------- */
+
+static double bound_or_bfd(const int *milli, int npods, int gpus, bool bfd)
+{
+    gx_trace t;
+    memset(&t, 0, sizeof t);
+    gx_trace_pod pods[8];
+    int arr[8];
+    cr_assert_leq(npods, 8);
+    for (int i = 0; i < npods; i++) {
+        memset(&pods[i], 0, sizeof pods[i]);
+        pods[i].req = milli[i] < 1000 ? share(1000, milli[i]) : whole(1000, milli[i] / 1000);
+        arr[i] = i;
+    }
+    t.pods = pods;
+    t.npods = (size_t)npods;
+    t.gpus = gpus;
+    t.gpu_milli = (int64_t)gpus * 1000;
+    return bfd ? gx_trace_offline_bfd(&t, arr, (size_t)npods, 1.0)
+               : gx_trace_bound(&t, arr, (size_t)npods, 1.0);
+}
+
+static double bound_of(const int *milli, int npods, int gpus)
+{
+    return bound_or_bfd(milli, npods, gpus, false);
+}
+
+Test(place_bound, pairs_that_cannot_share_a_gpu)
+{
+    /* 2 GPUs, pods 810, 600, 590 (exactly the capacity): no two of them fit one GPU, so
+     * at most two are placed, best 810 + 600 = 1410 of 2000 (70.5 %). f_e with e = 410
+     * counts each as a whole GPU: one must go, the cheapest is 590. */
+    int p[] = { 810, 600, 590 };
+    cr_assert_float_eq(bound_of(p, 3, 2), 70.5, 1e-9);
+}
+
+Test(place_bound, perfect_packing_is_not_penalised)
+{
+    /* four halves and a whole GPU on 3 GPUs pack perfectly: the bound is 100 % */
+    int p[] = { 500, 500, 500, 500, 1000 };
+    cr_assert_float_eq(bound_of(p, 5, 3), 100.0, 1e-9);
+    /* arrivals beyond 100 % are not counted: 1000 + 1000 on 1 GPU stops after one */
+    int q[] = { 1000, 1000 };
+    cr_assert_float_eq(bound_of(q, 2, 1), 100.0, 1e-9);
+}
+
+Test(place_bound, holes_only_small_pods_can_fill)
+{
+    /* 3 GPUs: 810, 810, 190, 600, 590 = 3000. No two of 810, 810, 600, 590 share a GPU,
+     * so the best keeps 810, 810, 600 and the 190 in a hole: 2410 (80.33 %). f_e with
+     * e = 410 counts those four as whole GPUs (4000, 1000 over 3 GPUs) and the 190 as
+     * 0; the cheapest drop is the 590: 2410. e = 190 alone would only drop 0.19 of an
+     * 810 (2846): the bound is the smallest over e. */
+    int p[] = { 810, 810, 190, 600, 590 };
+    cr_assert_float_eq(bound_of(p, 5, 3), 2410.0 / 30.0, 1e-9);
+    /* offline best-fit decreasing: 810, 810, 600 open the three GPUs, the 590 fits
+     * nowhere, the 190 fills an 810's hole: the same 2410 */
+    cr_assert_float_eq(bound_or_bfd(p, 5, 3, true), 2410.0 / 30.0, 1e-9);
+    /* 500, 400, 300, 300, 250, 250 on 2 GPUs: BFD puts 500 + 400 on one, 300 + 300 +
+     * 250 on the other, and the last 250 fits nowhere (1750 of 2000, 87.5 %), although
+     * 500 + 250 + 250 and 400 + 300 + 300 pack everything: the bound says 100 % */
+    int q[] = { 500, 400, 300, 300, 250, 250 };
+    cr_assert_float_eq(bound_or_bfd(q, 6, 2, true), 87.5, 1e-9);
+    cr_assert_float_eq(bound_of(q, 6, 2), 100.0, 1e-9);
 }
