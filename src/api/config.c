@@ -18,7 +18,7 @@ void gx_config_defaults(gx_config *c)
     c->listen_port = 8080;
     snprintf(c->data_dir, sizeof c->data_dir, "data");
     snprintf(c->inventory, sizeof c->inventory, "simulated");
-    snprintf(c->placement_policy, sizeof c->placement_policy, "best-fit");
+    snprintf(c->placement_policy, sizeof c->placement_policy, GX_PLACE_DEFAULT_POLICY);
     c->nodes = json_array();
     c->manifests = json_array();
     c->max_body_bytes = 1 << 20;

@@ -20,6 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "api/daemon.h"
+#include "gpu/runtime.h"
 
 #define BACKOFF_BASE_MS 10000
 #define BACKOFF_MAX_MS 360000
@@ -249,6 +250,28 @@ static void fail_job(gx_daemon *d, gx_wl *w, const char *why)
     d->dirty = 1;
 }
 
+/* The environment of a pod's shared devices (MPS pipe and limits, vGPU limits:
+ * gpu/podenv), from the engine's placement of this slot; NULL when the pod has no GPU or
+ * the daemon has no GPU runtime. It goes before the Job's own env in envp, so a Job
+ * cannot raise its limits by setting them again. */
+static char **pod_gpu_env(gx_daemon *d, const gx_wl *w, int slot, const char *devices)
+{
+    gx_gpu_rt *rt = gx_gpu_rt_get();
+    if (!rt || !*devices) return NULL;
+    json_t *view = gx_engine_workload(d->eng, w->key, gx_loop_now(d->loop));
+    json_t *devs = json_array();
+    size_t i, k;
+    json_t *pl, *dev;
+    json_array_foreach(json_object_get(view, "placement"), i, pl) {
+        if (json_integer_value(json_object_get(pl, "pod")) != slot) continue;
+        json_array_foreach(json_object_get(pl, "devices"), k, dev) json_array_append(devs, dev);
+    }
+    char **env = gx_gpu_podenv(rt->inv, rt->mps, devices, devs);
+    json_decref(devs);
+    json_decref(view);
+    return env;
+}
+
 /* Start the pod for `slot` with the next completion index. Returns -1 when the
  * command cannot be started at all (the Job then fails: retrying cannot help). */
 static int start_pod(gx_daemon *d, gx_wl *w, int slot, const char *devices, gx_err *err)
@@ -262,7 +285,9 @@ static int start_pod(gx_daemon *d, gx_wl *w, int slot, const char *devices, gx_e
     gx_d_log_path(d, w->key, index, logp, sizeof logp);
     exit_path(d, w, w->gen, index, exitp, sizeof exitp);
     char **argv = gx_podspec_argv(&w->ps);
-    char **envp = gx_podspec_envp(&w->ps, w->key, index, devices, NULL);
+    char **gpu_env = pod_gpu_env(d, w, slot, devices);
+    char **envp = gx_podspec_envp(&w->ps, w->key, index, devices, (const char *const *)gpu_env);
+    gx_podspec_free_vec(gpu_env);
     gx_proc_spec spec = {argv, envp, w->ps.working_dir ? w->ps.working_dir : cwd, logp, exitp};
     gx_pod *p = pod_add(w);
     p->gen = w->gen;
@@ -301,24 +326,85 @@ static void stop_pods(gx_daemon *d, gx_wl *w)
     if (!d->next_timer_check || w->kill_at < d->next_timer_check) d->next_timer_check = w->kill_at;
 }
 
-/* Are any of these devices held by a process that is still stopping? */
-static int devices_busy(gx_daemon *d, const gx_wl *self, const char *devices)
+/* Does `list` ("uuid,uuid") name uuid exactly? */
+static int names_device(const char *list, const char *uuid)
 {
-    if (!*devices) return 0;
+    size_t n = strlen(uuid);
+    for (const char *p = list; p && *p;) {
+        const char *e = strchr(p, ',');
+        size_t l = e ? (size_t)(e - p) : strlen(p);
+        if (l == n && !strncmp(p, uuid, n)) return 1;
+        p = e ? e + 1 : NULL;
+    }
+    return 0;
+}
+
+/* A pod's vGPU memory on a fractional GPU of `whole` MiB, from its Job's requests (HAMi's
+ * rule: memory asked, else the cores share of the memory, else the whole GPU). */
+static int64_t vgpu_mem(const gx_wl *o, int64_t whole)
+{
+    const json_t *res = json_object_get(o->ps.container, "resources");
+    const json_t *rq = json_object_get(res, "requests") ?: json_object_get(res, "limits");
+    const json_t *jm = json_object_get(rq, "nvidia.com/gpumem"), *jc = json_object_get(rq, "nvidia.com/gpucores");
+    long long mem = json_is_integer(jm) ? json_integer_value(jm) : json_string_value(jm) ? atoll(json_string_value(jm)) : 0;
+    long long cores = json_is_integer(jc) ? json_integer_value(jc) : json_string_value(jc) ? atoll(json_string_value(jc)) : 0;
+    if (mem > 0) return mem;
+    if (cores > 0) return whole * (cores > 100 ? 100 : cores) / 100;
+    return whole;
+}
+
+/* Must the pods about to start on `uuid` (`adding` of them, of workload self) wait for
+ * processes that are still stopping? A whole device waits for every one of them; a
+ * share only needs room for its own slot: a time-sliced/MPS replica waits while the
+ * live processes on the GPU (running and stopping) leave no replica of the N, a vGPU
+ * while their memory and its own would exceed the GPU's. Without the GPU runtime's
+ * inventory (Node files only) every device is treated as whole. */
+static int device_busy(gx_daemon *d, const gx_wl *self, const char *uuid, int adding)
+{
+    int stopping = 0, live = 0;
+    int64_t live_mem = 0;
+    gx_gpu_rt *rt = gx_gpu_rt_get();
+    int mig = -1;
+    gx_gpu_dev *g = rt ? gx_gpu_inventory_owner(rt->inv, uuid, &mig) : NULL;
+    int64_t whole = g ? (mig >= 0 ? g->mig[mig].mem_mib : g->mem_mib) : 0;
     for (size_t s = 0; s < d->wls.cap; s++) {
         if (!d->wls.keys[s] || d->wls.keys[s] == (char *)1) continue;
         const gx_wl *o = d->wls.vals[s];
         for (size_t i = 0; i < o->npods; i++) {
             const gx_pod *p = &o->pods[i];
-            if (!p->alive || !p->devices[0]) continue;
-            if (o == self && p->gen == self->gen) continue;
-            if (o != self && !o->stopping) continue;
-            char copy[512];
-            snprintf(copy, sizeof copy, "%s", p->devices);
-            char *save = NULL;
-            for (char *u = strtok_r(copy, ",", &save); u; u = strtok_r(NULL, ",", &save))
-                if (strstr(devices, u)) return 1;
+            if (!p->alive || !names_device(p->devices, uuid)) continue;
+            if (o == self && p->gen == self->gen) continue;   /* the new run's own pods */
+            live++;
+            live_mem += vgpu_mem(o, whole);
+            stopping += o != self ? o->stopping : 1;
         }
+    }
+    if (!stopping) return 0;
+    if (!g) return 1;
+    int replicas = mig >= 0 ? g->mig[mig].replicas : g->replicas;
+    if (mig < 0 && (g->mode == GX_SHARE_TIMESLICING || g->mode == GX_SHARE_MPS) && replicas > 1)
+        return live + adding > replicas;
+    if (mig >= 0 && replicas > 1) return live + adding > replicas;
+    if (mig < 0 && g->mode == GX_SHARE_FRACTIONAL) return live_mem + (int64_t)adding * vgpu_mem(self, whole) > whole;
+    return 1;
+}
+
+/* Are any of these devices ("uuid,uuid", one entry per pod slot device) held by a
+ * process that is still stopping, beyond what sharing allows? */
+static int devices_busy(gx_daemon *d, const gx_wl *self, const char *devices)
+{
+    char copy[4096];
+    snprintf(copy, sizeof copy, "%s", devices);
+    char *save = NULL;
+    for (char *u = strtok_r(copy, ",", &save); u; u = strtok_r(NULL, ",", &save)) {
+        int adding = 0;   /* pods of this run on the same device */
+        for (const char *p = devices; p && *p;) {
+            const char *e = strchr(p, ',');
+            size_t l = e ? (size_t)(e - p) : strlen(p);
+            adding += l == strlen(u) && !strncmp(p, u, l);
+            p = e ? e + 1 : NULL;
+        }
+        if (device_busy(d, self, u, adding)) return 1;
     }
     return 0;
 }

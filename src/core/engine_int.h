@@ -298,6 +298,10 @@ struct gx_engine {
     int orphans;                 /* pending workloads without a ClusterQueue exist */
     /* bumped on every real usage change; keys the preemption search cache */
     uint64_t qversion;
+    /* the placement policy of shared GPUs with its online target workload (share_place.c),
+     * rebuilt when seq moves on */
+    struct gx_place_ctx *share_cx;
+    uint64_t share_cx_seq;
     struct { uint64_t wseq; int fr; int64_t val; uint64_t ver; int n; int *t; int *v; } pcache;
     /* quota reserved for preemptors without targets during one cycle */
     int *rsv_node, *rsv_fr; int64_t *rsv_amt; int n_rsv, cap_rsv;

@@ -9,6 +9,7 @@
 #include <string.h>
 #include "core/engine_int.h"
 #include "core/quantity.h"
+#include "core/share_place.h"
 
 #define L_QUEUE "kueue.x-k8s.io/queue-name"
 #define L_PRIO "kueue.x-k8s.io/priority-class"
@@ -89,6 +90,7 @@ void gx_engine_free(gx_engine *e)
     free(e->free_wl);
     gx_engine_util_smap_free(&e->wl_map);
     gx_engine_quota_free(e);
+    gx_share_engine_free(e);
     gx_engine_obj_free_all(e);
     gx_engine_util_names_free(&e->res);
     gx_engine_util_names_free(&e->flv);

@@ -320,6 +320,22 @@ out:
     return chosen;
 }
 
+int gx_share_place_pod(gx_share_node *const *nodes, int count, const gx_share_req *req,
+                       gx_place_pod *out)
+{
+    if (!is_frac_req(req) || req->count > 1) return -1;
+    for (int i = 0; i < count; i++)
+        for (int g = 0; nodes[i] && g < nodes[i]->n_gpus; g++)
+            if (nodes[i]->gpu[g].mode == GX_SHARE_FRACTIONAL) {
+                int64_t mem;
+                int cores;
+                frac_need(&nodes[i]->gpu[g], req, &mem, &cores);
+                *out = (gx_place_pod){0, 0, 1, cores * 10, mem, 0};
+                return 0;
+            }
+    return -1;
+}
+
 int gx_share_choose(gx_place_ctx *cx, gx_share_node *const *nodes, int count,
                     const gx_share_req *req, gx_share_pick *out, char *why, size_t why_n)
 {

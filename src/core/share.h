@@ -112,6 +112,11 @@ int gx_share_offered(const gx_share_node *n, const char *resource, int *used);
 int gx_share_fit(const gx_share_node *n, const gx_share_req *req, gx_share_pick *out,
                  char *why, size_t why_n);
 
+/* The placement engine's view of one vGPU request (milli = cores x 10, memory in MiB),
+ * sized against the first fractional GPU among nodes; -1 if req is not one vGPU. The
+ * daemon counts these over its workloads to give the policy its target workload. */
+int gx_share_place_pod(gx_share_node *const *nodes, int count, const gx_share_req *req,
+                       gx_place_pod *out);
 /* Choose among candidate nodes (nodes[i] NULL = not eligible): fractional requests
  * through the placement policy of cx (NULL: best fit), others by best fit (the node
  * whose chosen devices leave the fewest free replicas). Returns the node index with

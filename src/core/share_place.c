@@ -9,7 +9,8 @@
  * replacing a busy node keep working unchanged.
  * Owns: that glue, the placement view of shared devices, restore after a restart.
  * Must not: look at quota, do I/O. Fractional choices use core/place's policy named by
- * the Node's spec.placementPolicy (default best-fit). */
+ * the Node's spec.placementPolicy (default GX_PLACE_DEFAULT_POLICY, with the target
+ * workload learnt online from the engine's workloads). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -222,13 +223,60 @@ static void undo(gx_engine *e, gx_wl *w, trial *t)
     release_wl(e, wi);
 }
 
-static gx_place_ctx *policy_ctx(const gx_engine *e)
+/* The target workload FGD-style policies score against, learnt online: the vGPU shapes
+ * of the workloads the engine knows now (running and waiting), each pod counted once, at
+ * most WL_SAMPLE pods. Returns how many types went into out[]. */
+#define WL_SAMPLE 4096
+#define WL_TYPES 64
+static int online_workload(const gx_engine *e, gx_place_type *out)
+{
+    gx_share_node **nodes = calloc((size_t)(e->n_nodes ? e->n_nodes : 1), sizeof *nodes);
+    gx_place_pod *pods = calloc(WL_SAMPLE, sizeof *pods);
+    if (!nodes || !pods) abort();
+    for (int i = 0; i < e->n_nodes; i++) nodes[i] = e->nodes[i].share;
+    size_t n = 0;
+    char why[8];
+    for (int wi = e->n_wl - 1; wi >= 0 && n < WL_SAMPLE; wi--) {   /* newest first */
+        const gx_wl *w = &e->wls[wi];
+        if (!w->live) continue;
+        for (int ps = 0; ps < w->s.nps && n < WL_SAMPLE; ps++) {
+            gx_share_req r;
+            gx_place_pod pod;
+            if (pod_req(e, &w->s.ps[ps], &r, why, sizeof why)) continue;
+            if (gx_share_place_pod(nodes, e->n_nodes, &r, &pod)) continue;
+            for (int k = 0; k < w->s.ps[ps].count && n < WL_SAMPLE; k++) pods[n++] = pod;
+        }
+    }
+    int nt = n ? gx_place_workload_from_pods(pods, n, out, WL_TYPES) : 0;
+    free(pods);
+    free(nodes);
+    return nt;
+}
+
+/* The Node's spec.placementPolicy (the first shared node that names one), else the
+ * daemon's default, with the workload's shapes learnt online. Kept in the engine until
+ * a workload is submitted or the policy changes: rebuilding it (and our policy's hole
+ * tables) for every placement try would cost O(workloads) per pending workload. */
+static gx_place_ctx *policy_ctx(gx_engine *e)
 {
     const char *pol = NULL;
     for (int i = 0; i < e->n_nodes && !pol; i++)
         if (e->nodes[i].share)
             pol = json_string_value(json_object_get(json_object_get(e->nodes[i].manifest, "spec"), "placementPolicy"));
-    return gx_place_ctx_new(gx_place_policy_by_name(pol ? pol : "best-fit"), NULL, 1);
+    const gx_place_policy *p = gx_place_policy_by_name(pol ? pol : GX_PLACE_DEFAULT_POLICY);
+    if (e->share_cx && e->share_cx_seq == e->seq && gx_place_ctx_policy(e->share_cx) == p) return e->share_cx;
+    gx_place_ctx_free(e->share_cx);
+    gx_place_type types[WL_TYPES];
+    gx_place_workload wl = {p && p->needs_workload ? online_workload(e, types) : 0, types, 0};
+    e->share_cx = gx_place_ctx_new(p, &wl, 1);
+    e->share_cx_seq = e->seq;
+    return e->share_cx;
+}
+
+void gx_share_engine_free(gx_engine *e)
+{
+    gx_place_ctx_free(e->share_cx);
+    e->share_cx = NULL;
 }
 
 int gx_share_engine_try(gx_engine *e, gx_wl *w, int commit, char *why, size_t why_n, gx_share_eligible_fn ok)
@@ -258,7 +306,6 @@ int gx_share_engine_try(gx_engine *e, gx_wl *w, int commit, char *why, size_t wh
         w->pl_devpod = t.devpod;
         w->n_pl_dev = t.n_dev;
     }
-    gx_place_ctx_free(cx);
     free(cand);
     return fits;
 }
@@ -306,6 +353,92 @@ json_t *gx_share_engine_gpu_view(const gx_engine *e, const gx_node *n, int g)
     return v;
 }
 
+/* Why node nd is not one the pod of podset p can use under flavor rf (NULL: no flavor
+ * known): NULL when it is, else a short reason in buf ("label zone is b, not a",
+ * "taint gpu=mps:NoSchedule not tolerated"). The same rule as engine_place.c's. */
+static const char *node_excluded(const gx_node *nd, const gx_podset *p, const gx_rf *rf, char *buf, size_t n)
+{
+    for (int k = 0; rf && k < rf->node_labels.n; k++) {
+        const char *v = gx_engine_obj_label(&nd->labels, rf->node_labels.k[k]);
+        if (!v || strcmp(v, rf->node_labels.v[k])) {
+            snprintf(buf, n, "no label %s=%s", rf->node_labels.k[k], rf->node_labels.v[k]);
+            return buf;
+        }
+    }
+    for (int k = 0; k < p->node_selector.n; k++) {
+        const char *v = gx_engine_obj_label(&nd->labels, p->node_selector.k[k]);
+        if (!v || strcmp(v, p->node_selector.v[k])) {
+            snprintf(buf, n, "nodeSelector %s=%s not matched", p->node_selector.k[k], p->node_selector.v[k]);
+            return buf;
+        }
+    }
+    if (!gx_engine_obj_affinity_match(p->affinity, &nd->labels, NULL)) return snprintf(buf, n, "node affinity not matched"), buf;
+    for (int t = 0; t < nd->n_taints; t++) {
+        const gx_taint *tt = &nd->taints[t];
+        if (gx_engine_obj_tolerates(tt, p->tols, p->n_tols) || (rf && gx_engine_obj_tolerates(tt, rf->tols, rf->n_tols)))
+            continue;
+        snprintf(buf, n, "taint %s%s%s:%s not tolerated", tt->key, *tt->value ? "=" : "", tt->value, tt->effect);
+        return buf;
+    }
+    return NULL;
+}
+
+/* The flavors the ClusterQueue could give podset p's device request, in order. */
+static int device_flavors(const gx_engine *e, const gx_wl *w, const gx_share_req *r, int *flv, int cap)
+{
+    if (w->cq < 0 || w->cq >= e->n_cq) return 0;
+    const gx_cq *c = &e->cqs[w->cq];
+    /* a vGPU's quota may be on gpumem/gpucores only, without nvidia.com/gpu */
+    const char *names[] = {r->resource, "nvidia.com/gpumem", "nvidia.com/gpucores"};
+    int g = -1;
+    for (int i = 0; i < 3 && g < 0; i++) {
+        int res = gx_engine_util_lookup(&e->res, names[i]);
+        g = res >= 0 && res < c->n_res_map ? c->res_rg[res] : -1;
+    }
+    if (g < 0) return 0;
+    int k = 0;
+    for (int i = 0; i < c->qs.rg[g].nflv && k < cap; i++) flv[k++] = c->qs.rg[g].flv[i];
+    return k;
+}
+
+/* Explain one flavor (f < 0: none known) for podset p: 1 with the reason appended to m
+ * when no node it selects has the device, 0 when one has (its quota is what is short). */
+static int explain_flavor(const gx_engine *e, const gx_podset *p, const gx_share_req *r, int f,
+                          gx_share_node **cand, char *m, size_t n, size_t *len)
+{
+    const gx_rf *rf = f >= 0 ? &e->rfs[f] : NULL;
+    char names[160] = "", excl[256] = "", one[128];
+    size_t nl = 0, el = 0;
+    int selected = 0, shown = 0;
+    for (int i = 0; i < e->n_nodes; i++) {
+        const gx_node *nd = &e->nodes[i];
+        const char *why = node_excluded(nd, p, rf, one, sizeof one);
+        cand[i] = !why ? nd->share : NULL;
+        if (!why) {
+            selected++;
+            if (nl < sizeof names) nl += (size_t)snprintf(names + nl, sizeof names - nl, "%s%s", nl ? ", " : "", nd->name);
+        } else if (nd->n_gpus && shown++ < 3 && el < sizeof excl) {
+            el += (size_t)snprintf(excl + el, sizeof excl - el, "%s%s: %s", el ? "; " : "", nd->name, why);
+        }
+    }
+    char fl[200];
+    if (f >= 0) snprintf(fl, sizeof fl, "flavor %s", e->flv.s[f]);
+    else snprintf(fl, sizeof fl, "the pod's nodeSelector and tolerations");
+    if (!selected) {
+        *len += (size_t)snprintf(m + *len, *len < n ? n - *len : 0, "%sno node matches %s (nodeLabels, taints and "
+                                 "the pod's nodeSelector and tolerations)%s%s%s", *len ? "; " : "", fl, el ? ": " : "",
+                                 excl, shown > 3 ? "; ..." : "");
+        return 1;
+    }
+    gx_share_pick pick;
+    char why[256] = "";
+    if (gx_share_choose(NULL, cand, e->n_nodes, r, &pick, why, sizeof why) >= 0) return 0;
+    *len += (size_t)snprintf(m + *len, *len < n ? n - *len : 0, "%son the %d node%s %s selects and the pod tolerates "
+                             "(%s): %s", *len ? "; " : "", selected, selected == 1 ? "" : "s", fl, names,
+                             why[0] ? why : "no shared GPU there offers it");
+    return 1;
+}
+
 int gx_share_engine_explain(const gx_engine *e, const gx_wl *w, char *m, size_t n)
 {
     if (!gx_share_engine_active(e)) return 0;
@@ -322,19 +455,16 @@ int gx_share_engine_explain(const gx_engine *e, const gx_wl *w, char *m, size_t 
             break;
         }
         if (r.count <= 0 && !r.gpumem_mib && !r.gpucores) continue;
-        /* flavors are not assigned while pending: the nodeSelector is what narrows it here */
-        for (int i = 0; i < e->n_nodes; i++) {
-            const gx_node *nd = &e->nodes[i];
-            int ok = nd->share != NULL;
-            for (int k = 0; ok && k < p->node_selector.n; k++) {
-                const char *v = gx_engine_obj_label(&nd->labels, p->node_selector.k[k]);
-                ok = v && !strcmp(v, p->node_selector.v[k]);
-            }
-            cand[i] = ok ? nd->share : NULL;
-        }
-        gx_share_pick pick;
-        if (gx_share_choose(NULL, cand, e->n_nodes, &r, &pick, why, sizeof why) < 0) {
-            snprintf(m, n, "quota fits but no GPU fits: %s", why[0] ? why : "no node offers it");
+        /* flavors are not kept while pending: every flavor the ClusterQueue has for the
+         * device is explained, each on the nodes it selects (nodeLabels, taints) */
+        int flv[GX_MAX_FLAVORS], nf = device_flavors(e, w, &r, flv, GX_MAX_FLAVORS);
+        char body[768] = "";
+        size_t len = 0;
+        /* a flavor whose nodes have the device is left out: its quota is what is short */
+        if (!nf) explain_flavor(e, p, &r, -1, cand, body, sizeof body, &len);
+        for (int k = 0; k < nf; k++) explain_flavor(e, p, &r, flv[k], cand, body, sizeof body, &len);
+        if (len) {
+            snprintf(m, n, "quota fits but no GPU fits: %s", body);
             said = 1;
         }
     }

@@ -18,6 +18,8 @@ typedef int (*gx_share_eligible_fn)(const struct gx_engine *e, const struct gx_n
  * NULL when no GPU is shared. -1 with err naming spec.gpus[i].sharing. */
 int gx_share_engine_node(struct gx_node *n, const json_t *obj, gx_err *err);
 void gx_share_engine_node_free(struct gx_node *n);
+/* Free what the engine keeps for shared placement (its policy context). */
+void gx_share_engine_free(struct gx_engine *e);
 /* Is any node's GPU shared? (then every placement goes through gx_share_engine_try) */
 int gx_share_engine_active(const struct gx_engine *e);
 /* gx_engine_place_try for engines with shared nodes: same contract (1 fits, 0 with why). */

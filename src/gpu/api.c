@@ -23,12 +23,15 @@ int64_t gx_gpu_parse_window(const char *s)
 static json_t *mig_json(const gx_gpu_dev *d)
 {
     json_t *a = json_array();
-    for (int m = 0; m < d->n_mig; m++)
-        json_array_append_new(a, json_pack("{s:i,s:s,s:s,s:s,s:i,s:i,s:I,s:I,s:i}", "index", m, "profile", d->mig[m].profile,
-                                           "uuid", d->mig[m].uuid, "resource", d->mig[m].resource, "start", d->mig[m].start,
-                                           "size", d->mig[m].size, "memoryMiB", (json_int_t)d->mig[m].mem_mib,
-                                           "memoryUsedMiB", (json_int_t)d->mig[m].mem_used_mib, "replicas",
-                                           d->mig[m].replicas));
+    for (int m = 0; m < d->n_mig; m++) {
+        json_t *x = json_pack("{s:i,s:s,s:s,s:s,s:i,s:i,s:I,s:I,s:i}", "index", m, "profile", d->mig[m].profile,
+                              "uuid", d->mig[m].uuid, "resource", d->mig[m].resource, "start", d->mig[m].start,
+                              "size", d->mig[m].size, "memoryMiB", (json_int_t)d->mig[m].mem_mib,
+                              "memoryUsedMiB", (json_int_t)d->mig[m].mem_used_mib, "replicas", d->mig[m].replicas);
+        /* GPM-measured graphics-engine activity (percent), only when measured */
+        if (d->mig[m].gr_active >= 0) json_object_set_new(x, "grEngineActive", json_real(d->mig[m].gr_active));
+        json_array_append_new(a, x);
+    }
     return a;
 }
 
@@ -190,6 +193,13 @@ int gx_gpu_api(gx_engine *eng, const char *method, const char *const *segs, int 
     return gx_errf(err, 404, "", "no such path under /api/v1/gpus");
 }
 
+/* DCGM's GPU_I_ID is the GPU instance id NVML reports; a simulated MIG device has none,
+ * so it gets its index on the GPU (distinct, stable across samples). */
+static unsigned gi_label(const gx_gpu_inv *inv, const gx_gpu_dev *d, int m)
+{
+    return inv->nvml ? d->mig[m].gi_id : (unsigned)m;
+}
+
 /* ---- metrics ----------------------------------------------------------------------- */
 
 static void labels(const gx_gpu_dev *d, const char *node, char *out, size_t n)
@@ -269,18 +279,25 @@ char *gx_gpu_metrics(gx_engine *eng)
             labels(d, inv->nodes[d->node].name, l, sizeof l);
             gx_sbuf_printf(&o, "%s{%s} %lld\n", fb[f][0], l, (long long)(f ? d->mem_mib - d->mem_used_mib : d->mem_used_mib));
             for (int m = 0; m < d->n_mig; m++)
-                gx_sbuf_printf(&o, "%s{%s,GPU_I_PROFILE=\"%s\",GPU_I_ID=\"%d\"} %lld\n", fb[f][0], l, d->mig[m].profile, m,
+                gx_sbuf_printf(&o, "%s{%s,GPU_I_PROFILE=\"%s\",GPU_I_ID=\"%u\"} %lld\n", fb[f][0], l, d->mig[m].profile,
+                               gi_label(inv, d, m),
                     (long long)(f ? d->mig[m].mem_mib - d->mig[m].mem_used_mib : d->mig[m].mem_used_mib));
         }
     }
-    header(&o, "DCGM_FI_PROF_GR_ENGINE_ACTIVE", "gauge", "Ratio of time the graphics engine is active (MIG instances; "
-                                                         "simulated or NVML-derived: 1 while the instance is held).");
+    header(&o, "DCGM_FI_PROF_GR_ENGINE_ACTIVE", "gauge", "Ratio of time the graphics engine is active. source=\"gpm\": "
+                                                         "measured by NVML GPM (GRAPHICS_UTIL / 100) over the last sample "
+                                                         "interval; source=\"estimate\": 1 while the MIG instance is held.");
     for (int i = 0; i < inv->n_devs; i++) {
         const gx_gpu_dev *d = &inv->devs[i];
         labels(d, inv->nodes[d->node].name, l, sizeof l);
-        for (int m = 0; m < d->n_mig; m++)
-            gx_sbuf_printf(&o, "DCGM_FI_PROF_GR_ENGINE_ACTIVE{%s,GPU_I_PROFILE=\"%s\",GPU_I_ID=\"%d\"} %g\n", l, d->mig[m].profile, m,
-                d->mig[m].mem_used_mib > 0 ? 1.0 : 0.0);
+        if (!d->n_mig && d->gr_active >= 0)   /* a whole GPU: only when measured */
+            gx_sbuf_printf(&o, "DCGM_FI_PROF_GR_ENGINE_ACTIVE{%s,source=\"gpm\"} %g\n", l, d->gr_active / 100.0);
+        for (int m = 0; m < d->n_mig; m++) {
+            int measured = d->mig[m].gr_active >= 0;
+            gx_sbuf_printf(&o, "DCGM_FI_PROF_GR_ENGINE_ACTIVE{%s,GPU_I_PROFILE=\"%s\",GPU_I_ID=\"%u\",source=\"%s\"} %g\n", l,
+                           d->mig[m].profile, gi_label(inv, d, m), measured ? "gpm" : "estimate",
+                           measured ? d->mig[m].gr_active / 100.0 : d->mig[m].mem_used_mib > 0 ? 1.0 : 0.0);
+        }
     }
     static const char *const fam[3][2] = {
         {"gpuaas_gpu_slots", "Devices, replicas or vGPUs of each GPU by state (used, total)"},

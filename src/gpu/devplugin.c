@@ -130,7 +130,7 @@ int gx_gpu_dp_parse(const json_t *doc, gx_dp_config *c, gx_err *err)
 {
     static const char *const known[] = {"version", "flags", "resources", "sharing", "imex", NULL};
     memset(c, 0, sizeof *c);
-    snprintf(c->mig_strategy, sizeof c->mig_strategy, "none");
+    /* "" = not set: MIG devices are offered mixed (the GPU Operator's usual choice) */
     if (!json_is_object(doc)) return gx_errf(err, 422, "", "a device-plugin config is a mapping (version: v1, sharing: ...)");
     const char *k;
     json_t *v;

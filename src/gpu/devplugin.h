@@ -9,6 +9,10 @@
  *       resources:
  *       - {name: nvidia.com/gpu, replicas: 4, devices: all}   # devices: all | N | [index|uuid]
  *
+ * flags.migStrategy as in the plugin: none (MIG devices not offered), single (offered as
+ * nvidia.com/gpu; every MIG GPU of the node has one and the same profile), mixed
+ * (nvidia.com/mig-<profile>); not set = mixed here (the plugin's own default is none,
+ * but a node with MIG and no strategy would then offer nothing, which nobody wants).
  * Owns: parsing and checking the file (replicas >= 1, MPS never on MIG resources, the
  * plugin's MPS client cap of 48), and answering "which entry replicates this GPU".
  * Must not: know nodes or GPUs beyond an index and a UUID. */
@@ -38,7 +42,7 @@ typedef struct gx_dp_config {
     int strategy;             /* GX_DP_NONE / TIMESLICING / MPS */
     int rename_by_default;
     int fail_gt1;             /* failRequestsGreaterThanOne (forced on for MPS, as the plugin does) */
-    char mig_strategy[16];    /* flags.migStrategy: none, single, mixed */
+    char mig_strategy[16];    /* flags.migStrategy: none, single, mixed; "" not set (= mixed) */
     int n_res;
     gx_dp_resource res[GX_DP_MAX_RES];
 } gx_dp_config;

@@ -54,6 +54,7 @@ static gx_gpu_dev *add_dev(gx_gpu_inv *inv)
     memset(d, 0, sizeof *d);
     d->nvml_index = -1;
     d->util = -1;
+    d->gr_active = -1;
     d->replicas = 1;
     return d;
 }
@@ -124,6 +125,20 @@ static int load_sim_node(gx_gpu_inv *inv, const json_t *manifest, size_t which, 
     return 0;
 }
 
+/* GPM's GRAPHICS_UTIL (DCGM_FI_PROF_GR_ENGINE_ACTIVE) since the previous sample: per
+ * MIG instance in MIG mode, else for the GPU. -1 while unmeasured (first sample, no GPM). */
+static void gpm_sample(gx_gpu_inv *inv, gx_gpu_dev *d)
+{
+    double pct;
+    if (!d->gpm) return;
+    if (d->mig_on) {
+        for (int m = 0; m < d->n_mig; m++)
+            d->mig[m].gr_active = gx_gpu_nvml_gr_active(inv->nvml, d->nvml_index, (int)d->mig[m].gi_id, &pct) == 1 ? pct : -1;
+        return;
+    }
+    d->gr_active = gx_gpu_nvml_gr_active(inv->nvml, d->nvml_index, -1, &pct) == 1 ? pct : -1;
+}
+
 /* The first configured Node lends its name, labels and CPU/memory; NVML gives the GPUs. */
 static int load_nvml(gx_gpu_inv *inv, const gx_gpu_config *cfg, gx_err *err)
 {
@@ -163,7 +178,11 @@ static int load_nvml(gx_gpu_inv *inv, const gx_gpu_config *cfg, gx_err *err)
             o->size = nd.mig[k].size;
             o->mem_mib = nd.mig[k].mem_total_mib;
             o->replicas = 1;
+            o->gi_id = nd.mig[k].gi_id;
+            o->gr_active = -1;
         }
+        /* GPM: a first sample now, so the daemon's first sampling tick has a measurement */
+        if ((d->gpm = gx_gpu_nvml_gpm_supported(inv->nvml, i))) gpm_sample(inv, d);
     }
     return 0;
 }
@@ -200,6 +219,7 @@ static int sim_mig(gx_gpu_inv *inv, gx_gpu_dev *d, const char *config, gx_err *e
         o->size = s[i].p->size;
         o->mem_mib = s[i].p->memory_mib;
         o->replicas = 1;
+        o->gr_active = -1;
     }
     return 0;
 }
@@ -217,10 +237,19 @@ static int resolve_dev(gx_gpu_inv *inv, gx_gpu_dev *d, const gx_dp_config *dp, g
             return gx_errf(err, 422, "sharing", "GPU %d (%s) is in MIG mode and cannot also be %s", d->index, d->uuid,
                            gx_share_mode_name(d->base.mode));
         d->mode = GX_SHARE_MIG;
+        /* migStrategy: single offers each MIG device as nvidia.com/gpu, none offers nothing */
+        const char *strategy = dp->mig_strategy[0] ? dp->mig_strategy : "mixed";
+        snprintf(d->mig_strategy, sizeof d->mig_strategy, "%s", strategy);
         for (int m = 0; m < d->n_mig; m++) {
             gx_gpu_mig_dev *o = &d->mig[m];
             char res[64];
-            snprintf(res, sizeof res, "nvidia.com/mig-%s", o->profile);
+            if (!strcmp(strategy, "none")) {
+                o->resource[0] = 0;
+                o->replicas = 1;
+                continue;
+            }
+            if (!strcmp(strategy, "single")) snprintf(res, sizeof res, "nvidia.com/gpu");
+            else snprintf(res, sizeof res, "nvidia.com/mig-%s", o->profile);
             const gx_dp_resource *r = gx_gpu_dp_for(dp, res, d->index, d->uuid);
             o->replicas = r ? r->replicas : 1;
             if (r) gx_gpu_dp_offered(dp, r, o->resource, sizeof o->resource);
@@ -238,6 +267,32 @@ static int resolve_dev(gx_gpu_inv *inv, gx_gpu_dev *d, const gx_dp_config *dp, g
     d->replicas = r->replicas;
     d->fail_gt1 = dp->fail_gt1;
     gx_gpu_dp_offered(dp, r, d->resource, sizeof d->resource);
+    return 0;
+}
+
+/* migStrategy single, as the device plugin checks it: every MIG GPU of the node has
+ * devices of one profile only, the same on all of them (they are all nvidia.com/gpu,
+ * so a pod must not be able to tell them apart). The error names the GPU. */
+static int check_single(const gx_gpu_inv *inv, int ni, gx_err *err)
+{
+    const gx_gpu_dev *first = NULL;
+    for (int i = 0; i < inv->n_devs; i++) {
+        const gx_gpu_dev *d = &inv->devs[i];
+        if (d->node != ni || d->mode != GX_SHARE_MIG) continue;
+        if (!d->n_mig)
+            return gx_errf(err, 422, "flags.migStrategy", "single: GPU %d (%s) is in MIG mode but has no MIG device",
+                           d->index, d->uuid);
+        for (int m = 1; m < d->n_mig; m++)
+            if (strcmp(d->mig[m].profile, d->mig[0].profile))
+                return gx_errf(err, 422, "flags.migStrategy", "single needs one MIG profile per GPU: GPU %d (%s) has %s "
+                               "and %s (use migStrategy: mixed, or a single-profile mig-parted config)",
+                               d->index, d->uuid, d->mig[0].profile, d->mig[m].profile);
+        if (!first) first = d;
+        else if (strcmp(first->mig[0].profile, d->mig[0].profile))
+            return gx_errf(err, 422, "flags.migStrategy", "single needs the same MIG profile on every MIG GPU of the node: "
+                           "GPU %d (%s) has %s, GPU %d has %s", d->index, d->uuid, d->mig[0].profile, first->index,
+                           first->mig[0].profile);
+    }
     return 0;
 }
 
@@ -262,6 +317,7 @@ static int resolve_node(gx_gpu_inv *inv, int ni, gx_err *err)
         if (d->nvml_index < 0 && sim_mig(inv, d, n->mig_config, err)) goto bad;
         if (resolve_dev(inv, d, &dp, err)) goto bad;
     }
+    if (!strcmp(dp.mig_strategy, "single") && check_single(inv, ni, err)) goto bad;
     return 0;
 bad: {
         char m[sizeof err->msg];
@@ -334,6 +390,7 @@ static json_t *sharing_json(const gx_gpu_dev *d)
         char mem[32];
         for (int m = 0; m < d->n_mig; m++) {
             const gx_gpu_mig_dev *o = &d->mig[m];
+            if (!o->resource[0]) continue;   /* migStrategy none: not offered */
             snprintf(mem, sizeof mem, "%lldMi", (long long)o->mem_mib);
             json_array_append_new(a, json_pack("{s:s,s:s,s:s,s:i,s:i,s:s,s:i}", "profile", o->profile, "uuid", o->uuid,
                                                "resource", o->resource, "start", o->start < 0 ? 0 : o->start, "size",
@@ -352,7 +409,7 @@ static void gfd_labels(const gx_gpu_inv *inv, int ni, json_t *m)
 {
     json_t *md = json_object_get(m, "metadata"), *labels = json_object_get(md, "labels");
     if (!labels) json_object_set_new(md, "labels", labels = json_object());
-    const char *strategy = "none", *product = "";
+    const char *strategy = "none", *product = "", *mig_strategy = NULL;
     int replicas = 1, count = 0, mig = 0;
     for (int i = 0; i < inv->n_devs; i++) {
         const gx_gpu_dev *d = &inv->devs[i];
@@ -360,6 +417,7 @@ static void gfd_labels(const gx_gpu_inv *inv, int ni, json_t *m)
         count++;
         if (!*product) product = d->model;
         mig |= d->mode == GX_SHARE_MIG;
+        if (d->mode == GX_SHARE_MIG) mig_strategy = d->mig_strategy;
         if (d->mode == GX_SHARE_TIMESLICING || d->mode == GX_SHARE_MPS) {
             strategy = d->mode == GX_SHARE_MPS ? "mps" : "time-slicing";
             replicas = d->replicas;
@@ -368,7 +426,7 @@ static void gfd_labels(const gx_gpu_inv *inv, int ni, json_t *m)
     char buf[96];
     snprintf(buf, sizeof buf, "%s%s", product, strcmp(strategy, "none") ? "-SHARED" : "");
     const char *kv[][2] = {{"nvidia.com/gpu.sharing-strategy", strategy}, {"nvidia.com/gpu.product", buf},
-                           {"nvidia.com/mig.strategy", mig ? "mixed" : NULL}};
+                           {"nvidia.com/mig.strategy", mig ? mig_strategy : NULL}};
     for (size_t k = 0; k < sizeof kv / sizeof kv[0]; k++)
         if (kv[k][1] && !json_object_get(labels, kv[k][0])) json_object_set_new(labels, kv[k][0], json_string(kv[k][1]));
     if (!json_object_get(labels, "nvidia.com/gpu.count")) {
@@ -486,6 +544,7 @@ void gx_gpu_inventory_sample(gx_gpu_inv *inv, int64_t now_ms, const json_t *engi
                 d->n_procs = nd.n_procs;
                 memcpy(d->procs, nd.procs, sizeof d->procs);
             }
+            gpm_sample(inv, d);
         }
         d->hist[d->hist_pos] = (gx_gpu_sample){now_ms, (int16_t)d->util, d->mem_used_mib};
         d->hist_pos = (d->hist_pos + 1) % GX_GPU_HIST;
@@ -566,6 +625,8 @@ static int mig_apply_node(gx_gpu_inv *inv, int ni, const char *name, json_t **ch
                 o->size = nd.mig[k].size;
                 o->mem_mib = nd.mig[k].mem_total_mib;
                 o->replicas = 1;
+                o->gi_id = nd.mig[k].gi_id;
+                o->gr_active = -1;
             }
             snprintf(d->mig_config, sizeof d->mig_config, "%s", name);
         }

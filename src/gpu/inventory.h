@@ -36,6 +36,8 @@ typedef struct gx_gpu_mig_dev {
     char profile[24], uuid[96], resource[64];
     int start, size, replicas;
     int64_t mem_mib, mem_used_mib;
+    unsigned gi_id;                  /* NVML GPU instance id (0 when simulated) */
+    double gr_active;                /* GPM GRAPHICS_UTIL percent at the last sample, -1 unmeasured */
 } gx_gpu_mig_dev;
 
 #define GX_GPU_HIST 360              /* samples kept per GPU (an hour at 10 s) */
@@ -55,10 +57,13 @@ typedef struct gx_gpu_dev {
     char mig_config[64];             /* mig-parted config applied ("" none) */
     gx_share_gpu base;               /* the sharing the Node file itself gives (fractional) */
     int mig_on;                      /* MIG mode (NVML: as the GPU is; simulated: from mig-parted) */
+    char mig_strategy[8];            /* the node's flags.migStrategy in effect: none, single, mixed */
     int n_mig;
     gx_gpu_mig_dev mig[GX_MIG_MAX_DEVICES];
     /* live figures (NVML, or simulated from what is allocated) */
     int util;                        /* percent, -1 unknown */
+    double gr_active;                /* GPM GRAPHICS_UTIL percent (whole GPU), -1 unmeasured */
+    int gpm;                         /* NVML offers GPM for this GPU (DCGM_FI_PROF_GR_ENGINE_ACTIVE measured) */
     int64_t mem_used_mib;
     int n_procs;
     gx_nvml_proc procs[GX_NVML_MAX_PROCS];
@@ -101,7 +106,8 @@ gx_gpu_dev *gx_gpu_inventory_find(gx_gpu_inv *inv, const char *uuid);
 gx_gpu_dev *gx_gpu_inventory_owner(gx_gpu_inv *inv, const char *uuid, int *mig);
 
 /* Take a sample at now_ms (NVML figures, or simulated from `engine_nodes`, the
- * gx_engine_nodes() view: a GPU's utilisation is the share of it allocated). */
+ * gx_engine_nodes() view: a GPU's utilisation is the share of it allocated). With GPM,
+ * the graphics-engine activity of each GPU / MIG instance since the previous sample. */
 void gx_gpu_inventory_sample(gx_gpu_inv *inv, int64_t now_ms, const json_t *engine_nodes);
 /* Only the simulated figures, from engine_nodes (cheap; views call it before showing). */
 void gx_gpu_inventory_refresh(gx_gpu_inv *inv, const json_t *engine_nodes);

@@ -21,11 +21,14 @@ typedef struct mps_gpu {
     char pipe[PATH_MAX], log[PATH_MAX];
     char state[160];
     int running;
+    int nvml_index;              /* -1: simulated, the compute mode is not ours to touch */
+    char mode_file[PATH_MAX];    /* "" when we did not change the compute mode */
 } mps_gpu;
 
 struct gx_gpu_mps {
     int n;
     mps_gpu *g;
+    gx_nvml *nvml;               /* borrowed from the inventory */
 };
 
 static int find_binary(void)
@@ -109,10 +112,91 @@ static int control(const mps_gpu *g, const char *arg, const char *input)
     return rc ? -1 : st;
 }
 
-static void start_one(mps_gpu *g, const gx_gpu_dev *d, FILE *log)
+/* The compute mode recorded in `path` before we changed it, or -1 when none is. */
+static int read_mode_file(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    int mode = -1;
+    if (!f) return -1;
+    if (fscanf(f, "%d", &mode) != 1 || mode < 0 || mode > 3) mode = -1;
+    fclose(f);
+    return mode;
+}
+
+/* Put back the compute mode recorded in `path` and remove the record. */
+static void restore_mode(gx_nvml *nv, int index, const char *uuid, const char *path, FILE *log)
+{
+    int orig = read_mode_file(path);
+    if (orig < 0) {
+        unlink(path);
+        return;
+    }
+    gx_err e;
+    gx_err_clear(&e);
+    /* a server that was just told to quit may hold the GPU a little longer: retry ~2 s */
+    int rc = -1;
+    for (int t = 0; t < 20 && rc; t++) {
+        if (t) nanosleep(&(struct timespec){0, 100 * 1000 * 1000}, NULL);
+        gx_err_clear(&e);
+        rc = gx_gpu_nvml_set_compute_mode(nv, index, orig, &e);
+    }
+    if (rc) {
+        fprintf(log, "gpuaas: GPU %d (%s): cannot restore compute mode %s: %s (kept in %s; set it with "
+                "nvidia-smi -i %d -c %s)\n", index, uuid, gx_gpu_nvml_compute_mode_name(orig), e.msg, path, index,
+                gx_gpu_nvml_compute_mode_name(orig));
+        return;
+    }
+    unlink(path);
+    fprintf(log, "gpuaas: GPU %d (%s): compute mode restored to %s\n", index, uuid, gx_gpu_nvml_compute_mode_name(orig));
+}
+
+/* Before the daemon starts on a real MPS GPU: record the mode (unless a record from a
+ * run that did not stop cleanly is there: that one is the original) and set
+ * EXCLUSIVE_PROCESS. A failure (not root) is a warning; MPS still runs. */
+static void exclusive_mode(gx_nvml *nv, mps_gpu *g, const gx_gpu_dev *d, const char *dir, FILE *log)
+{
+    char path[PATH_MAX + 16];
+    snprintf(path, sizeof path, "%s/compute-mode", dir);
+    gx_err e;
+    gx_err_clear(&e);
+    int cur = gx_gpu_nvml_compute_mode(nv, d->nvml_index, &e);
+    if (cur < 0) {
+        fprintf(log, "  mps: GPU %d (%s): compute mode unknown (%s): left as it is\n", d->index, d->uuid, e.msg);
+        return;
+    }
+    int recorded = read_mode_file(path) >= 0;
+    if (!recorded) {
+        FILE *f = fopen(path, "w");
+        int bad = !f;
+        if (f) {
+            bad = fprintf(f, "%d\n", cur) < 0;
+            bad |= fclose(f) != 0;
+        }
+        if (bad) {
+            unlink(path);
+            fprintf(log, "  mps: GPU %d (%s): cannot record the compute mode in %s: left as it is\n", d->index, d->uuid, path);
+            return;
+        }
+    }
+    snprintf(g->mode_file, sizeof g->mode_file, "%s", path);
+    if (cur == GX_NVML_COMPUTE_EXCLUSIVE_PROCESS) return;
+    if (gx_gpu_nvml_set_compute_mode(nv, d->nvml_index, GX_NVML_COMPUTE_EXCLUSIVE_PROCESS, &e)) {
+        fprintf(log, "  mps: GPU %d (%s): WARNING: cannot set compute mode EXCLUSIVE_PROCESS (%s; needs root): "
+                "MPS runs with compute mode %s, so processes outside MPS may still share the GPU\n", d->index,
+                d->uuid, e.msg, gx_gpu_nvml_compute_mode_name(cur));
+        if (!recorded) unlink(path);
+        g->mode_file[0] = 0;
+        return;
+    }
+    fprintf(log, "  mps: GPU %d (%s): compute mode %s -> Exclusive_Process (restored at stop)\n", d->index, d->uuid,
+            gx_gpu_nvml_compute_mode_name(cur));
+}
+
+static void start_one(gx_gpu_mps *m, mps_gpu *g, const gx_gpu_dev *d, const char *dir, FILE *log)
 {
     mkdirs(g->pipe);
     mkdirs(g->log);
+    if (m->nvml && d->nvml_index >= 0 && d->mode == GX_SHARE_MPS) exclusive_mode(m->nvml, g, d, dir, log);
     /* A daemon answering on this pipe directory already (gpuaas restarted): keep it. */
     char cpath[PATH_MAX + 16];
     snprintf(cpath, sizeof cpath, "%s/control", g->pipe);
@@ -120,6 +204,8 @@ static void start_one(mps_gpu *g, const gx_gpu_dev *d, FILE *log)
     if (!adopted && control(g, "-d", NULL) != 0) {
         snprintf(g->state, sizeof g->state, "failed: %s -d did not start (see %s)", GX_MPS_CONTROL, g->log);
         fprintf(log, "  mps: GPU %d (%s): %s\n", d->index, d->uuid, g->state);
+        if (g->mode_file[0]) restore_mode(m->nvml, d->nvml_index, d->uuid, g->mode_file, log);
+        g->mode_file[0] = 0;
         return;
     }
     if (d->mode == GX_SHARE_MPS) {
@@ -142,6 +228,16 @@ gx_gpu_mps *gx_gpu_mps_start(const gx_gpu_inv *inv, const char *root, FILE *log)
 {
     gx_gpu_mps *m = calloc(1, sizeof *m);
     if (!m) abort();
+    m->nvml = inv ? inv->nvml : NULL;
+    /* a compute mode left changed by a run that crashed, on a GPU that is no longer MPS */
+    for (int i = 0; m->nvml && i < inv->n_devs; i++) {
+        const gx_gpu_dev *d = &inv->devs[i];
+        char path[PATH_MAX + 112];
+        snprintf(path, sizeof path, "%s/%s/compute-mode", root, d->uuid);
+        /* ... or whose MPS tools are gone: no daemon will run, the mode must not stay */
+        if (d->nvml_index >= 0 && (d->mode != GX_SHARE_MPS || !find_binary()) && access(path, F_OK) == 0)
+            restore_mode(m->nvml, d->nvml_index, d->uuid, path, log);
+    }
     int need = 0;
     for (int i = 0; inv && i < inv->n_devs; i++)
         need += inv->devs[i].mode == GX_SHARE_MPS || inv->devs[i].mode == GX_SHARE_FRACTIONAL;
@@ -153,7 +249,10 @@ gx_gpu_mps *gx_gpu_mps_start(const gx_gpu_inv *inv, const char *root, FILE *log)
         const gx_gpu_dev *d = &inv->devs[i];
         if (d->mode != GX_SHARE_MPS && d->mode != GX_SHARE_FRACTIONAL) continue;
         mps_gpu *g = &m->g[m->n++];
+        char dir[PATH_MAX];
         snprintf(g->uuid, sizeof g->uuid, "%s", d->uuid);
+        snprintf(dir, sizeof dir, "%s/%s", root, d->uuid);
+        g->nvml_index = d->nvml_index;
         snprintf(g->pipe, sizeof g->pipe, "%s/%s/pipe", root, d->uuid);
         snprintf(g->log, sizeof g->log, "%s/%s/log", root, d->uuid);
         if (!have) {
@@ -162,7 +261,7 @@ gx_gpu_mps *gx_gpu_mps_start(const gx_gpu_inv *inv, const char *root, FILE *log)
                     "(install the CUDA MPS tools)\n", d->index, d->uuid, gx_share_mode_name(d->mode), GX_MPS_CONTROL);
             continue;
         }
-        start_one(g, d, log);
+        start_one(m, g, d, dir, log);
     }
     return m;
 }
@@ -181,6 +280,8 @@ void gx_gpu_mps_stop(gx_gpu_mps *m, const char *const *busy, int n_busy, FILE *l
         }
         if (control(g, NULL, "quit\n") != 0)
             fprintf(log, "gpuaas: MPS daemon of %s did not quit cleanly (see %s)\n", g->uuid, g->log);
+        /* after quit: the mode change refuses while the server holds the GPU */
+        if (g->mode_file[0] && m->nvml) restore_mode(m->nvml, g->nvml_index, g->uuid, g->mode_file, log);
     }
     free(m->g);
     free(m);

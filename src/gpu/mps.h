@@ -9,7 +9,17 @@
  * plugin does: the UUID form was not applied). Stop: `quit`. A daemon already running
  * on the pipe directory (a gpuaas restart while MPS workloads run) is reused; at stop a
  * GPU that still has workloads keeps its daemon, so they survive a gpuaas restart.
- * Owns: those processes and directories. Must not: block the loop after start-up (it
+ *
+ * Compute mode (real GPUs, MPS mode): as NVIDIA's MPS guide asks, the GPU is set to
+ * EXCLUSIVE_PROCESS before its control daemon starts (only the MPS server then opens a
+ * context; a stray non-MPS process fails fast instead of time-slicing with it), and set
+ * back at stop. The mode found is recorded first in DATA/mps/<uuid>/compute-mode (one
+ * line: the number, as nvmlComputeMode_t), so a start after a crash restores the
+ * original, not the EXCLUSIVE_PROCESS it finds; the file goes when the mode is restored.
+ * Setting it fails without root: a warning says so and MPS runs in the mode as it is.
+ * Fractional GPUs keep their mode: a pod spanning two of them is no MPS client of
+ * either and would be refused by an exclusive-process GPU.
+ * Owns: those processes, directories and the compute mode of MPS GPUs. Must not: block the loop after start-up (it
  * runs at start and stop only; each control command is bounded to a few seconds). */
 #ifndef GX_GPU_MPS_H
 #define GX_GPU_MPS_H

@@ -1,6 +1,7 @@
 /* gpu/nvml: NVML through dlopen (see nvml.h).
  * Owns: our declarations of NVML's types (only the fields we read, laid out as in
- * nvml.h of NVML_API_VERSION 12/13), symbol resolution, queries, MIG apply.
+ * nvml.h of NVML_API_VERSION 12/13), symbol resolution, queries, MIG apply, the
+ * compute mode, GPM samples.
  * Must not: be linked against libnvidia-ml, or abort when the driver is absent. */
 #include <dlfcn.h>
 #include <stddef.h>
@@ -43,6 +44,23 @@ typedef struct {
     unsigned id, slice_count, instance_count, mp_count, ce, dec, enc, jpeg, ofa;
 } nvml_ci_profile;
 
+/* GPM (nvml.h "GPM Structs"): a sample is an opaque handle; a metric read takes two. */
+typedef struct { struct nvml_gpm_sample_st *handle; } nvml_gpm_sample;
+typedef struct { unsigned version, is_supported; } nvml_gpm_support;          /* NVML_GPM_SUPPORT_VERSION 1 */
+typedef struct {
+    unsigned metric_id;
+    nvml_ret ret;
+    double value;
+    struct { char *short_name, *long_name, *unit; } info;
+} nvml_gpm_metric;
+#define GPM_METRIC_ROOM 256        /* nvml.h has NVML_GPM_METRIC_MAX entries (98 in 12.x); more room is harmless */
+typedef struct {
+    unsigned version, num_metrics;                                            /* NVML_GPM_METRICS_GET_VERSION 1 */
+    nvml_gpm_sample sample1, sample2;
+    nvml_gpm_metric metrics[GPM_METRIC_ROOM];
+} nvml_gpm_get;
+enum { GPM_VERSION = 1, GPM_GRAPHICS_UTIL = 1 };
+
 /* The functions we call. `req` ones must resolve; the others may be absent (old
  * drivers, the fake library built without MIG). */
 typedef struct syms {
@@ -74,12 +92,28 @@ typedef struct syms {
     nvml_ret (*ci_create)(nvml_gi, unsigned, nvml_ci *);
     nvml_ret (*ci_list)(nvml_gi, unsigned, nvml_ci *, unsigned *);
     nvml_ret (*ci_destroy)(nvml_ci);
+    nvml_ret (*get_compute_mode)(nvml_dev, int *);
+    nvml_ret (*set_compute_mode)(nvml_dev, int);
+    nvml_ret (*gpm_support)(nvml_dev, nvml_gpm_support *);
+    nvml_ret (*gpm_alloc)(nvml_gpm_sample *);
+    nvml_ret (*gpm_free)(nvml_gpm_sample);
+    nvml_ret (*gpm_get)(nvml_dev, nvml_gpm_sample);
+    nvml_ret (*gpm_mig_get)(nvml_dev, unsigned, nvml_gpm_sample);
+    nvml_ret (*gpm_metrics)(nvml_gpm_get *);
 } syms;
+
+/* The last GPM sample of one GPU (gi -1) or GPU instance: a metric needs two. */
+#define GPM_SLOTS 64
+typedef struct gpm_slot {
+    int used, index, gi, have;
+    nvml_gpm_sample prev, cur;
+} gpm_slot;
 
 struct gx_nvml {
     void *lib;
     syms f;
     char driver[80];
+    gpm_slot gpm[GPM_SLOTS];
 };
 
 static const struct { const char *name; size_t off; int req; } table[] = {
@@ -99,6 +133,10 @@ static const struct { const char *name; size_t off; int req; } table[] = {
     S(ci_profile, "nvmlGpuInstanceGetComputeInstanceProfileInfo", 0),
     S(ci_create, "nvmlGpuInstanceCreateComputeInstance", 0),
     S(ci_list, "nvmlGpuInstanceGetComputeInstances", 0), S(ci_destroy, "nvmlComputeInstanceDestroy", 0),
+    S(get_compute_mode, "nvmlDeviceGetComputeMode", 0), S(set_compute_mode, "nvmlDeviceSetComputeMode", 0),
+    S(gpm_support, "nvmlGpmQueryDeviceSupport", 0), S(gpm_alloc, "nvmlGpmSampleAlloc", 0),
+    S(gpm_free, "nvmlGpmSampleFree", 0), S(gpm_get, "nvmlGpmSampleGet", 0), S(gpm_mig_get, "nvmlGpmMigSampleGet", 0),
+    S(gpm_metrics, "nvmlGpmMetricsGet", 0),
 #undef S
 };
 
@@ -143,6 +181,11 @@ gx_nvml *gx_gpu_nvml_open(const char *path, gx_err *err)
 void gx_gpu_nvml_close(gx_nvml *n)
 {
     if (!n) return;
+    for (int i = 0; i < GPM_SLOTS; i++)
+        if (n->gpm[i].used && n->f.gpm_free) {
+            n->f.gpm_free(n->gpm[i].prev);
+            n->f.gpm_free(n->gpm[i].cur);
+        }
     n->f.shutdown();
     dlclose(n->lib);
     free(n);
@@ -330,4 +373,109 @@ undo: {
         mig_clear(n, h, &ignore);
     }
     return -1;
+}
+
+/* ---- compute mode -------------------------------------------------------------------- */
+
+int gx_gpu_nvml_compute_mode(gx_nvml *n, int index, gx_err *err)
+{
+    if (!n->f.get_compute_mode) return gx_errf(err, 501, "", "this NVML has no nvmlDeviceGetComputeMode");
+    nvml_dev h;
+    int mode = 0;
+    nvml_ret r = n->f.by_index((unsigned)index, &h);
+    if (r == NVML_OK) r = n->f.get_compute_mode(h, &mode);
+    if (r != NVML_OK) return gx_errf(err, 500, "", "GPU %d: nvmlDeviceGetComputeMode: %s", index, estr(n, r));
+    return mode;
+}
+
+int gx_gpu_nvml_set_compute_mode(gx_nvml *n, int index, int mode, gx_err *err)
+{
+    if (!n->f.set_compute_mode) return gx_errf(err, 501, "", "this NVML has no nvmlDeviceSetComputeMode");
+    nvml_dev h;
+    nvml_ret r = n->f.by_index((unsigned)index, &h);
+    if (r == NVML_OK) r = n->f.set_compute_mode(h, mode);
+    if (r != NVML_OK) return gx_errf(err, 500, "", "GPU %d: nvmlDeviceSetComputeMode(%s): %s", index,
+                                     gx_gpu_nvml_compute_mode_name(mode), estr(n, r));
+    return 0;
+}
+
+const char *gx_gpu_nvml_compute_mode_name(int mode)
+{
+    switch (mode) {
+    case GX_NVML_COMPUTE_DEFAULT: return "Default";
+    case 1: return "Exclusive_Thread";
+    case GX_NVML_COMPUTE_PROHIBITED: return "Prohibited";
+    case GX_NVML_COMPUTE_EXCLUSIVE_PROCESS: return "Exclusive_Process";
+    default: return "unknown";
+    }
+}
+
+/* ---- GPM ----------------------------------------------------------------------------- */
+
+static int gpm_syms(const gx_nvml *n)
+{
+    return n->f.gpm_support && n->f.gpm_alloc && n->f.gpm_free && n->f.gpm_get && n->f.gpm_metrics;
+}
+
+int gx_gpu_nvml_gpm_supported(gx_nvml *n, int index)
+{
+    nvml_dev h;
+    nvml_gpm_support sup = {GPM_VERSION, 0};
+    if (!n || !gpm_syms(n) || n->f.by_index((unsigned)index, &h) != NVML_OK) return 0;
+    return n->f.gpm_support(h, &sup) == NVML_OK && sup.is_supported;
+}
+
+/* The slot of (index, gi), created with two samples on first use; NULL when full. */
+static gpm_slot *gpm_slot_for(gx_nvml *n, int index, int gi)
+{
+    gpm_slot *free_slot = NULL;
+    for (int i = 0; i < GPM_SLOTS; i++) {
+        gpm_slot *s = &n->gpm[i];
+        if (s->used && s->index == index && s->gi == gi) return s;
+        if (!s->used && !free_slot) free_slot = s;
+    }
+    if (!free_slot) return NULL;
+    if (n->f.gpm_alloc(&free_slot->prev) != NVML_OK) return NULL;
+    if (n->f.gpm_alloc(&free_slot->cur) != NVML_OK) {
+        n->f.gpm_free(free_slot->prev);
+        return NULL;
+    }
+    free_slot->used = 1;
+    free_slot->index = index;
+    free_slot->gi = gi;
+    free_slot->have = 0;
+    return free_slot;
+}
+
+int gx_gpu_nvml_gr_active(gx_nvml *n, int index, int gi_id, double *pct)
+{
+    if (!gx_gpu_nvml_gpm_supported(n, index) || (gi_id >= 0 && !n->f.gpm_mig_get)) return -1;
+    nvml_dev h;
+    if (n->f.by_index((unsigned)index, &h) != NVML_OK) return -1;
+    gpm_slot *s = gpm_slot_for(n, index, gi_id);
+    if (!s) return -1;
+    nvml_ret r = gi_id < 0 ? n->f.gpm_get(h, s->cur) : n->f.gpm_mig_get(h, (unsigned)gi_id, s->cur);
+    if (r != NVML_OK) {
+        s->have = 0;
+        return -1;
+    }
+    nvml_gpm_sample t = s->prev;
+    s->prev = s->cur;
+    s->cur = t;
+    if (!s->have) {
+        s->have = 1;
+        return 0;
+    }
+    /* prev now holds the new sample, cur the older one */
+    static nvml_gpm_get q;     /* 10 KB: not on the stack; the daemon samples from one thread */
+    memset(&q, 0, sizeof q);
+    q.version = GPM_VERSION;
+    q.num_metrics = 1;
+    q.sample1 = s->cur;
+    q.sample2 = s->prev;
+    q.metrics[0].metric_id = GPM_GRAPHICS_UTIL;
+    if (n->f.gpm_metrics(&q) != NVML_OK || q.metrics[0].ret != NVML_OK) return -1;
+    double v = q.metrics[0].value;
+    *pct = v < 0 ? 0 : v > 100 ? 100 : v;
+    return 1;
 }

@@ -7,9 +7,14 @@
  * refused with the symbol named; optional ones (MIG, processes, utilisation) missing =
  * that information is absent. The binary therefore runs on machines without a GPU.
  *
+ * Optional too: the compute mode (read and set around MPS) and GPM (GPU Performance
+ * Monitoring, Hopper and newer, driver >= 520), whose GRAPHICS_UTIL metric is what DCGM
+ * reports as DCGM_FI_PROF_GR_ENGINE_ACTIVE, per GPU and per MIG GPU instance.
+ *
  * Owns: loading, querying one device (identity, memory, utilisation, processes, MIG
- * mode and MIG devices), applying a MIG layout. Must not: decide sharing or keep
- * anything beyond the loaded library. */
+ * mode and MIG devices), applying a MIG layout, the compute mode, GPM samples (the
+ * previous sample of each GPU / GPU instance is kept here, since a GPM metric is the
+ * difference of two). Must not: decide sharing or keep anything else. */
 #ifndef GX_GPU_NVML_H
 #define GX_GPU_NVML_H
 #include <stdint.h>
@@ -18,6 +23,10 @@
 
 #define GX_NVML_LIBRARY "libnvidia-ml.so.1"
 #define GX_NVML_MAX_PROCS 32
+/* nvmlComputeMode_t */
+#define GX_NVML_COMPUTE_DEFAULT 0
+#define GX_NVML_COMPUTE_PROHIBITED 2
+#define GX_NVML_COMPUTE_EXCLUSIVE_PROCESS 3
 
 typedef struct gx_nvml gx_nvml;
 
@@ -67,5 +76,19 @@ int gx_gpu_nvml_sample(gx_nvml *n, gx_nvml_dev *d, gx_err *err);
  * Needs root and an idle GPU. */
 int gx_gpu_nvml_mig_apply(gx_nvml *n, int index, int enable, const gx_mig_slot *slots, int count,
                           gx_err *err);
+
+/* The compute mode of GPU `index` (GX_NVML_COMPUTE_*); -1 with err when NVML cannot say. */
+int gx_gpu_nvml_compute_mode(gx_nvml *n, int index, gx_err *err);
+/* Set it (needs root). -1 with err naming NVML's reason. */
+int gx_gpu_nvml_set_compute_mode(gx_nvml *n, int index, int mode, gx_err *err);
+const char *gx_gpu_nvml_compute_mode_name(int mode);   /* "Default", "Exclusive_Process", ... */
+
+/* Does this library and GPU offer GPM (nvmlGpmQueryDeviceSupport)? 1 yes, 0 no. */
+int gx_gpu_nvml_gpm_supported(gx_nvml *n, int index);
+/* NVML_GPM_METRIC_GRAPHICS_UTIL (percent, 0..100) of GPU `index` (gi_id < 0) or of its
+ * GPU instance gi_id (nvmlGpmMigSampleGet), over the time since the previous call for
+ * the same GPU / instance. 1 with *pct set; 0 when this was the first sample (ask again
+ * later); -1 when GPM is not available (old driver, GPU before Hopper, error). */
+int gx_gpu_nvml_gr_active(gx_nvml *n, int index, int gi_id, double *pct);
 
 #endif

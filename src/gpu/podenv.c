@@ -5,7 +5,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "core/engine.h"
 #include "gpu/podenv.h"
 
 #define MAX_ENV 24
@@ -73,22 +72,5 @@ char **gx_gpu_podenv(gx_gpu_inv *inv, const gx_gpu_mps *mps, const char *uuids, 
         }
     }
     if (!n) { free(v); return NULL; }
-    return v;
-}
-
-char **gx_gpu_podenv_hook(void *ud, const char *key, int index, const char *uuids)
-{
-    (void)index;
-    gx_gpu_podenv_ctx *c = ud;
-    if (!c || !c->inv || !uuids || !*uuids) return NULL;
-    json_t *view = c->eng && key ? gx_engine_workload(c->eng, key, 0) : NULL;
-    json_t *devs = json_array();
-    size_t i, k;
-    json_t *pl, *d;
-    json_array_foreach(json_object_get(view, "placement"), i, pl)
-        json_array_foreach(json_object_get(pl, "devices"), k, d) json_array_append(devs, d);
-    char **v = gx_gpu_podenv(c->inv, c->mps, uuids, devs);
-    json_decref(devs);
-    json_decref(view);
     return v;
 }

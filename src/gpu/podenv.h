@@ -6,6 +6,7 @@
  *    cores) and CUDA_MPS_PINNED_DEVICE_MEM_LIMIT=0=<MiB>M (memory/N, or the vGPU's);
  *  - fractional: HAMi-core's CUDA_DEVICE_MEMORY_LIMIT_<i>=<MiB>m and CUDA_DEVICE_SM_LIMIT;
  *  - always GPUAAS_GPU_SHARING=<mode of the first device>.
+ * api/workloads.c passes them to gx_podspec_envp() as extra_env for each pod.
  * Owns: computing those entries. Must not: start anything or change the engine. */
 #ifndef GX_GPU_PODENV_H
 #define GX_GPU_PODENV_H
@@ -18,14 +19,5 @@
  * then follow the GPU's replicas). Returns a NULL-terminated array of malloc'd "K=V"
  * strings (free each and the array), or NULL when there is nothing to add. */
 char **gx_gpu_podenv(gx_gpu_inv *inv, const gx_gpu_mps *mps, const char *uuids, const json_t *devices);
-
-/* The same, for gx_podspec_set_env_hook(): ud is a gx_gpu_podenv_ctx. */
-struct gx_engine;
-typedef struct gx_gpu_podenv_ctx {
-    gx_gpu_inv *inv;
-    const gx_gpu_mps *mps;
-    const struct gx_engine *eng;
-} gx_gpu_podenv_ctx;
-char **gx_gpu_podenv_hook(void *ud, const char *key, int index, const char *uuids);
 
 #endif

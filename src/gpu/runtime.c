@@ -5,7 +5,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include "gpu/runtime.h"
-#include "run/podspec.h"
 
 static gx_gpu_rt rt;
 static int started;
@@ -36,8 +35,6 @@ void gx_gpu_rt_start(const char *data_dir, const char *mps_root, FILE *log)
     gx_err_clear(&e);
     if (!(rt.hist = gx_gpu_history_open(path, &e))) fprintf(log, "gpuaas serve: GPU history kept in memory only: %s\n", e.msg);
     rt.mps = gx_gpu_mps_start(rt.inv, mps_root, log);
-    rt.env = (gx_gpu_podenv_ctx){rt.inv, rt.mps, rt.eng};
-    gx_podspec_set_env_hook(gx_gpu_podenv_hook, &rt.env);
 }
 
 int64_t gx_gpu_rt_tick(int64_t now_ms)
@@ -56,7 +53,6 @@ int64_t gx_gpu_rt_tick(int64_t now_ms)
 void gx_gpu_rt_stop(FILE *log)
 {
     if (!started) return;
-    gx_podspec_set_env_hook(NULL, NULL);
     /* GPUs with workloads keep their MPS daemon: the workloads outlive a gpuaas restart */
     const char *busy[256];
     int nb = 0;

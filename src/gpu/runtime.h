@@ -1,10 +1,11 @@
-/* gpu/runtime: the GPU layer of one running `gpuaas serve`: inventory, MPS daemons, the
- * pod environment hook and sampling, started and stopped by serve.c.
+/* gpu/runtime: the GPU layer of one running `gpuaas serve`: inventory, MPS daemons and
+ * sampling, started and stopped by serve.c (api/workloads.c asks gpu/podenv for each
+ * pod's device environment through gx_gpu_rt_get()).
  *
  * One daemon per process, one thread: the runtime is a process-wide singleton that
  * routes.c and metrics.c reach through gx_gpu_rt_get() (NULL until started), so the
  * daemon struct in api/daemon.h does not have to know about GPUs.
- * Owns: the order of start (inventory -> Nodes for the engine -> MPS -> env hook) and
+ * Owns: the order of start (inventory -> Nodes for the engine -> MPS) and
  * stop (MPS daemons of idle GPUs quit). Must not: answer HTTP (gpu/api.c does). */
 #ifndef GX_GPU_RUNTIME_H
 #define GX_GPU_RUNTIME_H
@@ -21,7 +22,6 @@
 typedef struct gx_gpu_rt {
     gx_gpu_inv *inv;
     gx_gpu_mps *mps;
-    gx_gpu_podenv_ctx env;
     gx_engine *eng;
     gx_gpu_history *hist;     /* minute summaries in DATA/gpu-history.db, NULL when unavailable */
     char policy[32];          /* fractional placement policy (core/place) */
@@ -33,8 +33,7 @@ gx_gpu_rt *gx_gpu_rt_get(void);
 /* Build the inventory and return the Node manifests to apply to the engine (new
  * reference); say on `log` where the GPUs come from (and why NVML was not used). */
 json_t *gx_gpu_rt_open(const gx_gpu_config *cfg, const char *policy, gx_engine *eng, FILE *log, gx_err *err);
-/* Open the history (DATA/gpu-history.db), start the MPS daemons (under mps_root) and
- * install the pod environment hook. */
+/* Open the history (DATA/gpu-history.db) and start the MPS daemons (under mps_root). */
 void gx_gpu_rt_start(const char *data_dir, const char *mps_root, FILE *log);
 /* Sample when due; returns ms until the next sample. */
 int64_t gx_gpu_rt_tick(int64_t now_ms);

@@ -160,15 +160,6 @@ static int env_defines(const json_t *env, const char *name)
     return 0;
 }
 
-static gx_podspec_env_fn env_hook;
-static void *env_hook_ud;
-
-void gx_podspec_set_env_hook(gx_podspec_env_fn fn, void *ud)
-{
-    env_hook = fn;
-    env_hook_ud = ud;
-}
-
 char **gx_podspec_envp(const gx_podspec *ps, const char *key, int index, const char *gpu_uuids,
                        const char *const *extra_env)
 {
@@ -191,10 +182,8 @@ char **gx_podspec_envp(const gx_podspec *ps, const char *key, int index, const c
     /* No GPU asked means no GPU visible, as the device plugin does. */
     vec_push(&v, &n, kv("CUDA_VISIBLE_DEVICES", gpu_uuids));
     vec_push(&v, &n, kv("NVIDIA_VISIBLE_DEVICES", *gpu_uuids ? gpu_uuids : "void"));
+    /* before the Job's own env: getenv() takes the first, so a Job cannot override them */
     for (int i = 0; extra_env && extra_env[i]; i++) vec_push(&v, &n, strdup(extra_env[i]));
-    char **dev_env = env_hook ? env_hook(env_hook_ud, key, index, gpu_uuids) : NULL;
-    for (int i = 0; dev_env && dev_env[i]; i++) vec_push(&v, &n, dev_env[i]);
-    free(dev_env);
     size_t i;
     json_t *e;
     json_array_foreach(env, i, e) {

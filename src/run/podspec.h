@@ -28,17 +28,13 @@ typedef struct gx_podspec {
 int gx_podspec_read(const json_t *job, gx_podspec *out, gx_err *err);
 
 /* argv (NULL-terminated, malloc'd strings) and envp for pod `index`; free with
- * gx_podspec_free_vec(). gpu_uuids: comma-separated device UUIDs ("" for none). */
+ * gx_podspec_free_vec(). gpu_uuids: comma-separated device UUIDs ("" for none).
+ * extra_env (NULL or NULL-terminated "K=V", copied): the environment of the pod's
+ * devices (GPU sharing: MPS pipe and limits, vGPU limits, from gpu/podenv); it comes
+ * before the Job's own env, so a Job cannot raise its limits by setting them again. */
 char **gx_podspec_argv(const gx_podspec *ps);
 char **gx_podspec_envp(const gx_podspec *ps, const char *key, int index, const char *gpu_uuids,
                        const char *const *extra_env);
 void gx_podspec_free_vec(char **v);
-
-/* Extra environment for a pod's devices (GPU sharing: MPS pipe and limits, vGPU limits),
- * installed once by the daemon (gpu/podenv.c). The hook returns NULL or a NULL-terminated
- * array of malloc'd "K=V" strings that gx_podspec_envp() takes over; they come before
- * the Job's own env, so a Job cannot raise its limits by setting them again. */
-typedef char **(*gx_podspec_env_fn)(void *ud, const char *key, int index, const char *gpu_uuids);
-void gx_podspec_set_env_hook(gx_podspec_env_fn fn, void *ud);
 
 #endif

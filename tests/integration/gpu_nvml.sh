@@ -8,7 +8,7 @@ G=$GPUAAS_BIN
 FAKE=$ROOT/build/fakes/nvml/libnvidia-ml.so.1
 [[ -f "$FAKE" ]] || { fail "fake NVML missing: run make fakes"; finish; exit 1; }
 export FAKE_NVML_GPUS=A100-40GB,H100-80GB FAKE_NVML_MIG="0=3g.20gb+2g.10gb+1g.5gb" FAKE_NVML_UTIL=42
-export FAKE_NVML_PROCS="1:4242:2048"
+export FAKE_NVML_PROCS="1:4242:2048" FAKE_NVML_GPM=37.5
 
 cat > "$TMP/node.yaml" <<'YAML'
 apiVersion: gpuaas.dev/v1alpha1
@@ -104,6 +104,14 @@ m=$(curl -s "$GPUAAS_SERVER/metrics")
 expect_match "DCGM utilisation from NVML" "$m" 'DCGM_FI_DEV_GPU_UTIL\{gpu="1",UUID="GPU-fa4e0000-0000-4000-8000-000000000001",pci_bus_id="00000000:18:00.0",device="nvidia1",modelName="NVIDIA H100 80GB HBM3",Hostname="box"\} 42'
 expect_match "framebuffer from NVML" "$m" 'DCGM_FI_DEV_FB_USED\{gpu="1",[^}]*\} 2048'
 expect_eq "MIG GPU has no DCGM_FI_DEV_GPU_UTIL" "$(grep -c 'DCGM_FI_DEV_GPU_UTIL{gpu="0"' <<<"$m")" 0
+# GPM (the fake reports GRAPHICS_UTIL 37.5 %): measured per MIG instance and per GPU
+gpm_seen() { curl -s "$GPUAAS_SERVER/metrics" | grep -q "$1"; }
+wait_gpm() { for _ in $(seq 1 50); do gpm_seen "$1" && return 0; sleep 0.1; done; return 1; }
+# GPU_I_ID is the GPU instance id NVML reports (the fake numbers instances from 1, as NVML does)
+check "GR_ENGINE_ACTIVE measured by GPM for a MIG instance" \
+  wait_gpm 'DCGM_FI_PROF_GR_ENGINE_ACTIVE{gpu="0",[^}]*GPU_I_PROFILE="3g.20gb",GPU_I_ID="1",source="gpm"} 0.375'
+check "and for a whole GPU" wait_gpm 'DCGM_FI_PROF_GR_ENGINE_ACTIVE{gpu="1",[^}]*source="gpm"} 0.375'
+expect_eq "gpus -o json shows it" "$("$G" gpus -o json | jq -r '.items[0].migDevices[0].grEngineActive')" 37.5
 
 # --- a job on a MIG device of the real layout, then MIG apply through NVML
 out=$("$G" gpus mig apply four -f "$TMP/parted.yaml" 2>&1)
@@ -115,6 +123,15 @@ job mig4 lab q 0 'echo devices=$CUDA_VISIBLE_DEVICES' | sed 's|nvidia.com/gpu: "
 check "a job runs on a new MIG device" wait_phase lab/mig4 Succeeded 10
 expect_match "with its MIG UUID" "$("$G" logs lab/mig4 2>&1)" "devices=MIG-fa4e"
 stop_daemon
+
+# --- NVML without GPM (older driver or GPU): the estimate, labelled as such
+FAKE_NVML_GPM= start_at "$(nvml_config nogpm nvml "$FAKE")" data-nogpm || fail "start without GPM"
+unset_gpm_metrics=$(curl -s "$GPUAAS_SERVER/metrics")
+expect_match "no GPM: the MIG estimate says so" "$unset_gpm_metrics" \
+  'DCGM_FI_PROF_GR_ENGINE_ACTIVE\{gpu="0",[^}]*GPU_I_PROFILE="3g.20gb",GPU_I_ID="1",source="estimate"\} 0'
+expect_eq "no GPM: no whole-GPU line" "$(grep -c 'DCGM_FI_PROF_GR_ENGINE_ACTIVE{gpu="1"' <<<"$unset_gpm_metrics")" 0
+stop_daemon
+: > "$TMP/serve.log"
 
 # --- NVML that cannot be used: the simulated node, and a message saying why
 start_at "$(nvml_config missing auto "$TMP/none/libnvidia-ml.so.1")" data-missing || fail "start without NVML"

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include "core/place.h"
 #include "api/config.h"
 
 static char dir[] = "/tmp/gpuaas-cfg.XXXXXX";
@@ -68,7 +69,7 @@ Test(gpu_config, sharing_files_are_read)
     gx_config_free(&c);
     cr_assert_eq(load("  nodes: node.yaml\n  devicePlugin: ts.yaml\n", &c, &e), 0, "%s", e.msg);
     cr_assert_str_eq(c.device_plugin_default, "default", "a single file is every node's default");
-    cr_assert_str_eq(c.placement_policy, "best-fit");
+    cr_assert_str_eq(c.placement_policy, GX_PLACE_DEFAULT_POLICY, "the default is the policy that measured best");
     gx_config_free(&c);
 }
 

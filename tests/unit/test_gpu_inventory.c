@@ -218,3 +218,95 @@ Test(gpu_inventory, simulated_mig_apply_and_samples)
     gx_gpu_inventory_free(inv);
     teardown_cfg(&f);
 }
+
+/* A node whose GPUs 0 and 1 are MIG by mig-parted config `mig`, with flags.migStrategy. */
+static gx_gpu_inv *mig_strategy_inv(const char *strategy, const char *mig, gx_err *e)
+{
+    char node[512], dp[256];
+    snprintf(node, sizeof node, "apiVersion: gpuaas.dev/v1alpha1\nkind: Node\nmetadata:\n  name: n1\n  labels:\n"
+             "    nvidia.com/device-plugin.config: ms\n    nvidia.com/mig.config: %s\n"
+             "spec:\n  gpus:\n  - {model: H100-80GB, memory: 80Gi}\n  - {model: H100-80GB, memory: 80Gi}\n"
+             "  - {model: H100-80GB, memory: 80Gi}\n", mig);
+    snprintf(dp, sizeof dp, "version: v1\nflags: {migStrategy: %s}\n", strategy);
+    json_t *nodes = json_array(), *dps = json_object(), *parted;
+    json_array_append_new(nodes, Y(node));
+    json_object_set_new(dps, "ms", Y(dp));
+    parted = Y("version: v1\nmig-configs:\n"
+               "  two-3g:\n  - devices: [0, 1]\n    mig-enabled: true\n    mig-devices: {\"3g.40gb\": 2}\n"
+               "  mixed01:\n  - devices: [0, 1]\n    mig-enabled: true\n    mig-devices: {\"3g.40gb\": 1, \"1g.10gb\": 2}\n"
+               "  differ:\n  - devices: [0]\n    mig-enabled: true\n    mig-devices: {\"3g.40gb\": 2}\n"
+               "  - devices: [1]\n    mig-enabled: true\n    mig-devices: {\"1g.10gb\": 7}\n");
+    gx_gpu_config cfg = {"simulated", NULL, nodes, dps, "", parted, ""};
+    gx_err_clear(e);
+    gx_gpu_inv *inv = gx_gpu_inventory_open(&cfg, e);
+    json_decref(nodes);
+    json_decref(dps);
+    json_decref(parted);
+    return inv;
+}
+
+/* The engine's view of the resolved node: devices offered under `res`. */
+static int offered(gx_gpu_inv *inv, const char *res)
+{
+    json_t *nodes = gx_gpu_inventory_nodes(inv);
+    json_t *gpus = json_object_get(json_object_get(json_array_get(nodes, 0), "spec"), "gpus");
+    gx_share_node *n = calloc(1, sizeof *n);
+    size_t i;
+    json_t *g;
+    gx_err e;
+    json_array_foreach(gpus, i, g) {
+        gx_err_clear(&e);
+        cr_assert_eq(gx_share_gpu_from_json(json_object_get(g, "sharing"), json_string_value(json_object_get(g, "uuid")),
+                                            81920, &n->gpu[n->n_gpus++], "sharing", &e), 0, "%s", e.msg);
+    }
+    gx_share_node_reset(n);
+    int c = gx_share_offered(n, res, NULL);
+    free(n);
+    json_decref(nodes);
+    return c;
+}
+
+Test(gpu_inventory, mig_strategy_single_offers_mig_devices_as_gpus)
+{
+    gx_err e;
+    gx_gpu_inv *inv = mig_strategy_inv("single", "two-3g", &e);
+    cr_assert(inv, "%s", e.msg);
+    cr_assert_str_eq(inv->devs[0].mig[0].resource, "nvidia.com/gpu");
+    cr_assert_eq(offered(inv, "nvidia.com/gpu"), 5, "4 MIG devices and the whole GPU 2");
+    cr_assert_eq(offered(inv, "nvidia.com/mig-3g.40gb"), 0);
+    json_t *nodes = gx_gpu_inventory_nodes(inv);
+    json_t *labels = json_object_get(json_object_get(json_array_get(nodes, 0), "metadata"), "labels");
+    cr_assert_str_eq(json_string_value(json_object_get(labels, "nvidia.com/mig.strategy")), "single");
+    json_decref(nodes);
+    gx_gpu_inventory_free(inv);
+}
+
+Test(gpu_inventory, mig_strategy_single_refuses_mixed_layouts_naming_the_gpu)
+{
+    gx_err e;
+    cr_assert_null(mig_strategy_inv("single", "mixed01", &e));
+    cr_assert(strstr(e.msg, "single needs one MIG profile per GPU: GPU 0"), "%s", e.msg);
+    cr_assert(strstr(e.msg, "has 3g.40gb and 1g.10gb"), "%s", e.msg);
+    cr_assert_str_eq(e.field, "flags.migStrategy");
+    cr_assert_null(mig_strategy_inv("single", "differ", &e));
+    cr_assert(strstr(e.msg, "same MIG profile on every MIG GPU of the node: GPU 1"), "%s", e.msg);
+    cr_assert(strstr(e.msg, "has 1g.10gb, GPU 0 has 3g.40gb"), "%s", e.msg);
+}
+
+Test(gpu_inventory, mig_strategy_mixed_and_none)
+{
+    gx_err e;
+    gx_gpu_inv *inv = mig_strategy_inv("mixed", "mixed01", &e);
+    cr_assert(inv, "%s", e.msg);
+    cr_assert_eq(offered(inv, "nvidia.com/mig-1g.10gb"), 4);
+    cr_assert_eq(offered(inv, "nvidia.com/mig-3g.40gb"), 2);
+    cr_assert_eq(offered(inv, "nvidia.com/gpu"), 1, "only the whole GPU 2");
+    gx_gpu_inventory_free(inv);
+    inv = mig_strategy_inv("none", "mixed01", &e);
+    cr_assert(inv, "%s", e.msg);
+    cr_assert_eq(inv->devs[0].n_mig, 3, "the MIG devices are still known (gpuaas gpus shows them)");
+    cr_assert_eq(offered(inv, "nvidia.com/mig-1g.10gb"), 0, "none: MIG devices are not offered");
+    cr_assert_eq(offered(inv, "nvidia.com/mig-3g.40gb"), 0);
+    cr_assert_eq(offered(inv, "nvidia.com/gpu"), 1);
+    gx_gpu_inventory_free(inv);
+}

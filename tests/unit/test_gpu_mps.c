@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include "gpu/mps.h"
 #include "gpu/podenv.h"
@@ -158,4 +159,110 @@ Test(gpu_mps, missing_binary_is_said_at_start)
     gx_gpu_mps_stop(m, NULL, 0, stderr);
     free(msgs);
     gx_gpu_inventory_free(inv);
+}
+
+/* An NVML inventory (the fake library) whose GPU 0 is MPS x4, with the fake's compute
+ * mode kept in state/compute-mode-I. */
+static gx_gpu_inv *nvml_inventory(const char *state)
+{
+    setenv("FAKE_NVML_GPUS", "H100-80GB,L4", 1);
+    setenv("FAKE_NVML_STATE", state, 1);
+    json_t *nodes = json_array();
+    json_array_append_new(nodes, Y("kind: Node\nmetadata:\n  name: m\n  labels: {nvidia.com/device-plugin.config: mps}\n"));
+    json_t *dp = json_object();
+    json_object_set_new(dp, "mps", Y("version: v1\nsharing:\n  mps:\n    resources:\n"
+                                     "    - {name: nvidia.com/gpu, replicas: 4, devices: [0]}\n"));
+    gx_gpu_config cfg = {"nvml", "build/fakes/nvml/libnvidia-ml.so.1", nodes, dp, "", NULL, ""};
+    gx_err e;
+    gx_err_clear(&e);
+    gx_gpu_inv *inv = gx_gpu_inventory_open(&cfg, &e);
+    cr_assert(inv, "%s", e.msg);
+    cr_assert_str_eq(inv->source, "nvml", "%s (run make fakes)", inv->note);
+    json_decref(nodes);
+    json_decref(dp);
+    return inv;
+}
+
+static int read_int_file(const char *dir, const char *name)
+{
+    char p[1200];
+    snprintf(p, sizeof p, "%s/%s", dir, name);
+    FILE *f = fopen(p, "r");
+    int v = -1;
+    if (!f) return -1;
+    if (fscanf(f, "%d", &v) != 1) v = -2;
+    fclose(f);
+    return v;
+}
+
+Test(gpu_mps, compute_mode_exclusive_process_while_mps_runs)
+{
+    fake_on_path();
+    char root[] = "/tmp/gpuaas-mpscm.XXXXXX";
+    cr_assert(mkdtemp(root));
+    char state[1100], rec[1100];
+    snprintf(state, sizeof state, "%s/state", root);
+    cr_assert_eq(mkdir(state, 0755), 0);
+    gx_gpu_inv *inv = nvml_inventory(state);
+    const char *uuid = inv->devs[0].uuid;
+    snprintf(rec, sizeof rec, "%s/%s", root, uuid);
+    char *msgs = NULL;
+    size_t ml = 0;
+    FILE *log = open_memstream(&msgs, &ml);
+    gx_gpu_mps *m = gx_gpu_mps_start(inv, root, log);
+    fflush(log);
+    cr_assert_str_eq(gx_gpu_mps_state(m, uuid), "running", "%s", msgs);
+    cr_assert_eq(read_int_file(state, "compute-mode-0"), 3, "EXCLUSIVE_PROCESS while MPS serves GPU 0: %s", msgs);
+    cr_assert_eq(read_int_file(rec, "compute-mode"), 0, "the original (Default) is recorded under the data dir");
+    cr_assert_eq(read_int_file(state, "compute-mode-1"), -1, "the exclusive L4 is not touched");
+    cr_assert(strstr(msgs, "compute mode Default -> Exclusive_Process"), "%s", msgs);
+
+    /* a crash: the next start finds EXCLUSIVE_PROCESS, yet the record keeps Default */
+    gx_gpu_mps *again = gx_gpu_mps_start(inv, root, log);
+    cr_assert_str_eq(gx_gpu_mps_state(again, uuid), "adopted");
+    cr_assert_eq(read_int_file(rec, "compute-mode"), 0, "the record of the first start is kept");
+    gx_gpu_mps_stop(again, NULL, 0, log);
+    fflush(log);
+    cr_assert_eq(read_int_file(state, "compute-mode-0"), 0, "stop restores the original: %s", msgs);
+    cr_assert_eq(read_int_file(rec, "compute-mode"), -1, "and removes the record");
+    cr_assert(strstr(msgs, "compute mode restored to Default"), "%s", msgs);
+    FILE *quiet = fopen("/dev/null", "w");
+    gx_gpu_mps_stop(m, NULL, 0, quiet);
+    fclose(quiet);
+    fclose(log);
+    free(msgs);
+    gx_gpu_inventory_free(inv);
+    char cmd[1200];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", root);
+    cr_assert_eq(system(cmd), 0);
+}
+
+Test(gpu_mps, compute_mode_not_settable_warns_and_mps_still_runs)
+{
+    fake_on_path();
+    setenv("FAKE_NVML_FAIL", "setcompute", 1);
+    char root[] = "/tmp/gpuaas-mpscm.XXXXXX";
+    cr_assert(mkdtemp(root));
+    char state[1100], rec[1100];
+    snprintf(state, sizeof state, "%s/state", root);
+    cr_assert_eq(mkdir(state, 0755), 0);
+    gx_gpu_inv *inv = nvml_inventory(state);
+    snprintf(rec, sizeof rec, "%s/%s", root, inv->devs[0].uuid);
+    char *msgs = NULL;
+    size_t ml = 0;
+    FILE *log = open_memstream(&msgs, &ml);
+    gx_gpu_mps *m = gx_gpu_mps_start(inv, root, log);
+    fflush(log);
+    cr_assert_str_eq(gx_gpu_mps_state(m, inv->devs[0].uuid), "running", "%s", msgs);
+    cr_assert(strstr(msgs, "WARNING: cannot set compute mode EXCLUSIVE_PROCESS"), "%s", msgs);
+    cr_assert(strstr(msgs, "Insufficient Permissions"), "%s", msgs);
+    cr_assert_eq(read_int_file(rec, "compute-mode"), -1, "nothing changed, nothing to restore");
+    gx_gpu_mps_stop(m, NULL, 0, log);
+    fclose(log);
+    cr_assert_null(strstr(msgs, "restored"), "%s", msgs);
+    free(msgs);
+    gx_gpu_inventory_free(inv);
+    char cmd[1200];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", root);
+    cr_assert_eq(system(cmd), 0);
 }

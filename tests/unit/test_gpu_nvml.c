@@ -111,3 +111,62 @@ Test(gpu_nvml, errors_name_the_cause)
     cr_assert(strstr(e.msg, "Driver Not Loaded"), "%s", e.msg);
     unsetenv("FAKE_NVML_FAIL");
 }
+
+Test(gpu_nvml, compute_mode_read_and_set)
+{
+    char dir[] = "/tmp/gpuaas-fakestate.XXXXXX";
+    cr_assert(mkdtemp(dir));
+    setenv("FAKE_NVML_GPUS", "H100-80GB", 1);
+    setenv("FAKE_NVML_STATE", dir, 1);
+    gx_err e;
+    gx_nvml *n = open_fake(&e);
+    cr_assert_eq(gx_gpu_nvml_compute_mode(n, 0, &e), GX_NVML_COMPUTE_DEFAULT, "%s", e.msg);
+    cr_assert_eq(gx_gpu_nvml_set_compute_mode(n, 0, GX_NVML_COMPUTE_EXCLUSIVE_PROCESS, &e), 0, "%s", e.msg);
+    cr_assert_eq(gx_gpu_nvml_compute_mode(n, 0, &e), GX_NVML_COMPUTE_EXCLUSIVE_PROCESS);
+    cr_assert_str_eq(gx_gpu_nvml_compute_mode_name(GX_NVML_COMPUTE_EXCLUSIVE_PROCESS), "Exclusive_Process");
+    setenv("FAKE_NVML_FAIL", "setcompute", 1);
+    cr_assert_eq(gx_gpu_nvml_set_compute_mode(n, 0, GX_NVML_COMPUTE_DEFAULT, &e), -1);
+    cr_assert(strstr(e.msg, "nvmlDeviceSetComputeMode(Default): Insufficient Permissions"), "%s", e.msg);
+    unsetenv("FAKE_NVML_FAIL");
+    cr_assert_eq(gx_gpu_nvml_set_compute_mode(n, 0, GX_NVML_COMPUTE_DEFAULT, &e), 0);
+    gx_gpu_nvml_close(n);
+    char cmd[256];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    cr_assert_eq(system(cmd), 0);
+}
+
+Test(gpu_nvml, gpm_graphics_util_per_gpu_and_gpu_instance)
+{
+    setenv("FAKE_NVML_GPUS", "H100-80GB,L4", 1);
+    setenv("FAKE_NVML_MIG", "0=3g.40gb+1g.10gb", 1);
+    setenv("FAKE_NVML_GPM", "42.5", 1);
+    gx_err e;
+    gx_nvml *n = open_fake(&e);
+    gx_nvml_dev d;
+    cr_assert_eq(gx_gpu_nvml_query(n, 0, &d, &e), 0, "%s", e.msg);
+    cr_assert_eq(gx_gpu_nvml_gpm_supported(n, 0), 1);
+    double pct = -1;
+    int gi = (int)d.mig[1].gi_id;
+    cr_assert_eq(gx_gpu_nvml_gr_active(n, 0, gi, &pct), 0, "the first sample has nothing to compare with");
+    cr_assert_eq(gx_gpu_nvml_gr_active(n, 0, gi, &pct), 1);
+    cr_assert_float_eq(pct, 42.5, 1e-9);
+    cr_assert_eq(gx_gpu_nvml_gr_active(n, 1, -1, &pct), 0);
+    cr_assert_eq(gx_gpu_nvml_gr_active(n, 1, -1, &pct), 1, "whole GPUs too");
+    cr_assert_eq(gx_gpu_nvml_gr_active(n, 0, 99, &pct), -1, "no such GPU instance");
+    gx_gpu_nvml_close(n);
+}
+
+Test(gpu_nvml, gpm_absent_falls_back)
+{
+    setenv("FAKE_NVML_GPUS", "H100-80GB", 1);
+    unsetenv("FAKE_NVML_GPM");
+    gx_err e;
+    gx_nvml *n = open_fake(&e);
+    double pct = -1;
+    cr_assert_eq(gx_gpu_nvml_gpm_supported(n, 0), 0, "the GPU says it has no GPM");
+    cr_assert_eq(gx_gpu_nvml_gr_active(n, 0, -1, &pct), -1);
+    gx_gpu_nvml_close(n);
+    gx_err_clear(&e);
+    n = gx_gpu_nvml_open(FAKE_OLD, &e);
+    cr_assert_null(n, "the old fake has no nvmlInit_v2 either");
+}

@@ -182,3 +182,121 @@ Test(share_engine, cpu_only_pods_still_place)
     json_decref(w);
     gx_engine_free(en);
 }
+
+/* Two flavors select nodes by label; the shared-GPU node of flavor "mps" is tainted. The
+ * pending reason only looks at the nodes each flavor selects and the pod tolerates. */
+Test(share_engine, pending_reason_follows_flavor_node_labels_and_taints)
+{
+    gx_engine *en = gx_engine_new(NULL);
+    apply_ok(en, "apiVersion: kueue.x-k8s.io/v1beta2\nkind: ResourceFlavor\nmetadata: {name: mps}\n"
+                 "spec:\n  nodeLabels: {pool: mps}\n");
+    apply_ok(en, "apiVersion: kueue.x-k8s.io/v1beta2\nkind: ClusterQueue\nmetadata: {name: cq}\nspec:\n"
+                 "  namespaceSelector: {}\n  resourceGroups:\n  - coveredResources: [cpu, nvidia.com/gpu]\n    flavors:\n"
+                 "    - name: mps\n      resources:\n      - {name: cpu, nominalQuota: \"64\"}\n"
+                 "      - {name: nvidia.com/gpu, nominalQuota: \"16\"}\n");
+    apply_ok(en, QUEUES[2]);
+    /* pool mps, tainted: a free MPS GPU the pod may only use with the toleration */
+    apply_ok(en, "apiVersion: gpuaas.dev/v1alpha1\nkind: Node\nmetadata:\n  name: tainted\n  labels: {pool: mps}\n"
+                 "spec:\n  taints: [{key: dedicated, value: infer, effect: NoSchedule}]\n  gpus:\n"
+                 "  - {model: H100-80GB, memory: 80Gi, uuid: GPU-t, sharing: {mode: mps, replicas: 2}}\n");
+    /* another pool with free GPUs: the flavor does not select it */
+    apply_ok(en, "apiVersion: gpuaas.dev/v1alpha1\nkind: Node\nmetadata:\n  name: other\n  labels: {pool: ts}\n"
+                 "spec:\n  gpus:\n  - {model: H100-80GB, memory: 80Gi, uuid: GPU-o, sharing: {mode: timeSlicing, replicas: 4}}\n");
+    gx_action *acts = NULL;
+    submit_ok(en, rjob("p", "{cpu: \"1\", nvidia.com/gpu: \"1\"}"), 0);
+    pass(en, 10, &acts);
+    free(acts);
+    cr_assert_str_eq(state_of(en, "a/p"), "Pending");
+    json_t *w = gx_engine_workload(en, "a/p", 10);
+    char *s = json_dumps(w, 0);
+    cr_assert(strstr(s, "quota fits but no GPU fits: no node matches flavor mps"), "%s", s);
+    cr_assert(strstr(s, "tainted: taint dedicated=infer:NoSchedule not tolerated"), "%s", s);
+    cr_assert(strstr(s, "other: no label pool=mps"), "%s", s);
+    free(s);
+    json_decref(w);
+
+    /* tolerating the taint: the node is used; a second pod then finds its replicas taken */
+    const char *tol = "apiVersion: batch/v1\nkind: Job\nmetadata:\n  name: %s\n  namespace: a\n  labels:\n"
+                      "    kueue.x-k8s.io/queue-name: q\nspec:\n  template:\n    spec:\n"
+                      "      tolerations: [{key: dedicated, operator: Equal, value: infer, effect: NoSchedule}]\n"
+                      "      containers:\n      - name: c\n        image: x\n        resources:\n"
+                      "          requests: {cpu: \"1\", nvidia.com/gpu: \"1\"}\n";
+    char buf[1024];
+    for (int i = 0; i < 3; i++) {
+        char name[16];
+        snprintf(name, sizeof name, "t%d", i);
+        snprintf(buf, sizeof buf, tol, name);
+        submit_ok(en, Y(buf), 1 + i);
+    }
+    pass(en, 20, &acts);
+    free(acts);
+    cr_assert_str_eq(state_of(en, "a/t0"), "Admitted");
+    cr_assert_str_eq(state_of(en, "a/t1"), "Admitted");
+    cr_assert_str_eq(state_of(en, "a/t2"), "Pending");
+    w = gx_engine_workload(en, "a/t2", 20);
+    s = json_dumps(w, 0);
+    cr_assert(strstr(s, "quota fits but no GPU fits: on the 1 node flavor mps selects and the pod tolerates (tainted)"),
+              "%s", s);
+    cr_assert(strstr(s, "nvidia.com/gpu"), "%s", s);
+    cr_assert_null(strstr(s, "other"), "the node of another pool is not counted: %s", s);
+    free(s);
+    json_decref(w);
+    gx_engine_free(en);
+}
+
+/* The daemon's policies learn the workload's vGPU shapes online. Pending jobs (held by a
+ * ClusterQueue without quota) all ask waiting_cores % of a GPU; one 40 % pod already
+ * sits on GPU A. Where does a second 40 % pod go? With 60 % pods waiting, best-fit
+ * stacks it on A (fullest), leaving 20 % that none of them can use; the default policy
+ * puts it on B, so A and B each keep 60 %. Returns the second pod's GPU. */
+static const char *place_second(const char *policy_line, const char *waiting_cores)
+{
+    static char uuid[32];
+    gx_engine *en = setup();
+    apply_ok(en, "apiVersion: kueue.x-k8s.io/v1beta2\nkind: ClusterQueue\nmetadata: {name: held}\nspec:\n"
+             "  namespaceSelector: {}\n  resourceGroups:\n  - coveredResources: [cpu, nvidia.com/gpu, nvidia.com/gpucores]\n"
+             "    flavors:\n    - name: any\n      resources:\n      - {name: cpu, nominalQuota: \"0\"}\n"
+             "      - {name: nvidia.com/gpu, nominalQuota: \"0\"}\n      - {name: nvidia.com/gpucores, nominalQuota: \"0\"}\n");
+    apply_ok(en, LQ("a", "h", "held"));
+    char node[1024];
+    snprintf(node, sizeof node, "apiVersion: gpuaas.dev/v1alpha1\nkind: Node\nmetadata: {name: n2}\nspec:\n  cpu: \"64\"\n"
+             "  memory: 256Gi\n%s  gpus:\n  - {model: H100-80GB, memory: 80Gi, uuid: GPU-A, sharing: fractional}\n"
+             "  - {model: H100-80GB, memory: 80Gi, uuid: GPU-B, sharing: fractional}\n", policy_line);
+    apply_ok(en, "apiVersion: gpuaas.dev/v1alpha1\nkind: Node\nmetadata: {name: n1}\nspec: {cpu: \"1\", memory: 1Gi}\n");
+    apply_ok(en, node);
+    for (int i = 0; i < 6; i++) {
+        char name[16];
+        snprintf(name, sizeof name, "w%d", i);
+        char req[128];
+        snprintf(req, sizeof req, "{cpu: \"1\", nvidia.com/gpu: \"1\", nvidia.com/gpucores: \"%s\"}", waiting_cores);
+        json_t *j = rjob(name, req);
+        json_object_set_new(json_object_get(json_object_get(j, "metadata"), "labels"), "kueue.x-k8s.io/queue-name", json_string("h"));
+        submit_ok(en, j, i);
+    }
+    gx_action *acts = NULL;
+    submit_ok(en, rjob("p1", "{cpu: \"1\", nvidia.com/gpu: \"1\", nvidia.com/gpucores: \"40\"}"), 10);
+    pass(en, 11, &acts);
+    free(acts);
+    json_t *d = devices_of(en, "a/p1");
+    cr_assert_str_eq(json_string_value(json_object_get(json_array_get(d, 0), "uuid")), "GPU-A", "the first pod takes the first GPU");
+    json_decref(d);
+    submit_ok(en, rjob("p2", "{cpu: \"1\", nvidia.com/gpu: \"1\", nvidia.com/gpucores: \"40\"}"), 12);
+    pass(en, 13, &acts);
+    free(acts);
+    cr_assert_str_eq(state_of(en, "a/w0"), "Pending");
+    d = devices_of(en, "a/p2");
+    snprintf(uuid, sizeof uuid, "%s", json_string_value(json_object_get(json_array_get(d, 0), "uuid")));
+    json_decref(d);
+    gx_engine_free(en);
+    return uuid;
+}
+
+Test(share_engine, default_policy_learns_the_workload_online)
+{
+    cr_assert_str_eq(place_second("  placementPolicy: best-fit\n", "60"), "GPU-A", "best-fit stacks on the fullest GPU");
+    cr_assert_str_eq(place_second("", "60"), "GPU-B", "the default keeps room for the 60 %% pods that wait");
+    /* the same policy, other waiting shapes: with whole-GPU vGPUs waiting, stacking on A
+     * keeps B whole for them; with 60 % pods it would strand 20 % */
+    cr_assert_str_eq(place_second("  placementPolicy: fgd\n", "100"), "GPU-A", "fgd: keeps B whole for the 100 %% pods");
+    cr_assert_str_eq(place_second("  placementPolicy: fgd\n", "60"), "GPU-B", "fgd: 60 %% pods could not");
+}

@@ -10,15 +10,21 @@
  *   FAKE_NVML_FAIL   "init": nvmlInit_v2 fails with NVML_ERROR_DRIVER_NOT_LOADED
  *   FAKE_NVML_UTIL   GPU utilisation percent reported for every GPU (default 0)
  *   FAKE_NVML_PROCS  "I:PID:MiB+..." processes running on GPU I
- * Built with -DFAKE_NVML_OLD it lacks nvmlInit_v2 (a driver too old to use).
+ *   FAKE_NVML_STATE  a directory: the compute mode of GPU I lives in its file
+ *                    compute-mode-I (a number, as nvmlComputeMode_t; absent = 0, Default),
+ *                    so tests can read and preset it and it outlives the daemon
+ *   FAKE_NVML_FAIL   "setcompute": nvmlDeviceSetComputeMode fails with NO_PERMISSION
+ *   FAKE_NVML_GPM    percent: GPM is supported and NVML_GPM_METRIC_GRAPHICS_UTIL reads
+ *                    this for every GPU and GPU instance; unset or "" = GPM not supported
+ * Built with -DFAKE_NVML_OLD it lacks nvmlInit_v2 (a driver too old to use) and GPM.
  * Owns: nothing of gpuaas; must not be linked into the daemon. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define EXPORT __attribute__((visibility("default")))
-enum { OK = 0, INVALID = 2, NOT_SUPPORTED = 3, NOT_FOUND = 6, INSUFFICIENT_SIZE = 7, DRIVER_NOT_LOADED = 9,
-       UNINITIALIZED = 1, IN_USE = 19 };
+enum { OK = 0, INVALID = 2, NOT_SUPPORTED = 3, NO_PERMISSION = 4, NOT_FOUND = 6, INSUFFICIENT_SIZE = 7,
+       DRIVER_NOT_LOADED = 9, UNINITIALIZED = 1, IN_USE = 19 };
 
 typedef struct { unsigned long long total, free, used; } mem_t;
 typedef struct { unsigned gpu, memory; } util_t;
@@ -156,6 +162,7 @@ EXPORT const char *nvmlErrorString(int r)
     case UNINITIALIZED: return "Uninitialized";
     case INVALID: return "Invalid Argument";
     case NOT_SUPPORTED: return "Not Supported";
+    case NO_PERMISSION: return "Insufficient Permissions";
     case NOT_FOUND: return "Not Found";
     case DRIVER_NOT_LOADED: return "Driver Not Loaded";
     case IN_USE: return "In use by another client";
@@ -409,3 +416,109 @@ EXPORT int nvmlComputeInstanceDestroy(fdev *ci)
     gpus[ci->gpu].mig[ci->mig].has_ci = 0;
     return OK;
 }
+
+/* ---- compute mode: kept in FAKE_NVML_STATE/compute-mode-I ----------------------------- */
+
+static int mem_mode[8];
+
+static int mode_path(int gpu, char *buf, size_t n)
+{
+    const char *dir = getenv("FAKE_NVML_STATE");
+    if (!dir || !*dir) return 0;
+    snprintf(buf, n, "%s/compute-mode-%d", dir, gpu);
+    return 1;
+}
+
+EXPORT int nvmlDeviceGetComputeMode(fdev *h, int *mode)
+{
+    char p[512];
+    if (h->mig >= 0) return NOT_SUPPORTED;
+    *mode = mem_mode[h->gpu];
+    FILE *f = mode_path(h->gpu, p, sizeof p) ? fopen(p, "r") : NULL;
+    if (f) {
+        if (fscanf(f, "%d", mode) != 1) *mode = 0;
+        fclose(f);
+    } else if (mode_path(h->gpu, p, sizeof p)) {
+        *mode = 0;
+    }
+    return OK;
+}
+
+EXPORT int nvmlDeviceSetComputeMode(fdev *h, int mode)
+{
+    char p[512];
+    const char *fail = getenv("FAKE_NVML_FAIL");
+    if (fail && !strcmp(fail, "setcompute")) return NO_PERMISSION;
+    if (h->mig >= 0 || mode < 0 || mode > 3) return INVALID;
+    mem_mode[h->gpu] = mode;
+    FILE *f = mode_path(h->gpu, p, sizeof p) ? fopen(p, "w") : NULL;
+    if (f) {
+        fprintf(f, "%d\n", mode);
+        fclose(f);
+    }
+    return OK;
+}
+
+#ifndef FAKE_NVML_OLD
+/* ---- GPM: samples are (gpu, gi, count); GRAPHICS_UTIL is FAKE_NVML_GPM ------------------- */
+
+typedef struct { int gpu, gi, taken; } gpm_sample_st;
+static int gpm_on(void) { return getenv("FAKE_NVML_GPM") && *getenv("FAKE_NVML_GPM"); }
+typedef struct { gpm_sample_st *h; } gpm_sample_t;
+typedef struct { unsigned version, supported; } gpm_support_t;
+typedef struct { unsigned id; int ret; double value; struct { char *s, *l, *u; } info; } gpm_metric_t;
+typedef struct { unsigned version, n; gpm_sample_t s1, s2; gpm_metric_t m[98]; } gpm_get_t;
+
+EXPORT int nvmlGpmQueryDeviceSupport(fdev *h, gpm_support_t *s)
+{
+    (void)h;
+    if (!s || s->version != 1) return INVALID;
+    s->supported = (unsigned)gpm_on();
+    return OK;
+}
+
+EXPORT int nvmlGpmSampleAlloc(gpm_sample_t *s)
+{
+    s->h = calloc(1, sizeof *s->h);
+    return s->h ? OK : INVALID;
+}
+
+EXPORT int nvmlGpmSampleFree(gpm_sample_t s)
+{
+    free(s.h);
+    return OK;
+}
+
+EXPORT int nvmlGpmSampleGet(fdev *h, gpm_sample_t s)
+{
+    if (!gpm_on()) return NOT_SUPPORTED;
+    if (!s.h || h->mig >= 0) return INVALID;
+    *s.h = (gpm_sample_st){h->gpu, -1, 1};
+    return OK;
+}
+
+EXPORT int nvmlGpmMigSampleGet(fdev *h, unsigned gi, gpm_sample_t s)
+{
+    if (!gpm_on()) return NOT_SUPPORTED;
+    fgpu *g = &gpus[h->gpu];
+    int found = 0;
+    for (int m = 0; m < 7; m++) found |= g->mig[m].used && (unsigned)g->mig[m].gi_id == gi;
+    if (!s.h || !found) return NOT_FOUND;
+    *s.h = (gpm_sample_st){h->gpu, (int)gi, 1};
+    return OK;
+}
+
+EXPORT int nvmlGpmMetricsGet(gpm_get_t *q)
+{
+    if (!q || q->version != 1 || q->n > 98) return INVALID;
+    /* two samples taken, of the same GPU / instance, as the real one insists */
+    if (!q->s1.h || !q->s2.h || !q->s1.h->taken || !q->s2.h->taken || q->s1.h == q->s2.h ||
+        q->s1.h->gpu != q->s2.h->gpu || q->s1.h->gi != q->s2.h->gi)
+        return INVALID;
+    for (unsigned i = 0; i < q->n; i++) {
+        q->m[i].ret = q->m[i].id == 1 ? OK : NOT_SUPPORTED;
+        q->m[i].value = q->m[i].id == 1 && gpm_on() ? atof(getenv("FAKE_NVML_GPM")) : 0;
+    }
+    return OK;
+}
+#endif
