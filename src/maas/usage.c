@@ -130,7 +130,7 @@ void gx_maas_usage_flush(gx_maas_usage *u, int64_t now, int force)
     }
     gx_err e;
     gx_err_clear(&e);
-    if (gx_store_put_usage(u->st, rows, u->n, &e)) {
+    if (gx_store_queue_usage(u->st, rows, u->n, &e)) {
         fprintf(stderr, "gpuaas: gateway: writing %zu usage records failed (will retry): %s\n", u->n, e.msg);
     } else {
         u->written += u->n;
@@ -142,6 +142,7 @@ void gx_maas_usage_flush(gx_maas_usage *u, int64_t now, int force)
 json_t *gx_maas_usage_query(gx_maas_usage *u, const char *group_by, int64_t since_ms, const char *user, gx_err *err)
 {
     gx_maas_usage_flush(u, 0, 1); /* the answer includes what was served a moment ago */
+    gx_store_sync_usage(u->st);
     return gx_store_usage_summary(u->st, group_by, since_ms, user, err);
 }
 

@@ -11,14 +11,14 @@
 int gx_store_put_rate_windows(gx_store *s, const gx_store_rate_window *rows, size_t n, gx_err *err)
 {
     if (!n) return 0;
-    if (gx_store_begin(s, err)) return -1;
+    if (gx_store_begin_relaxed(s, err)) return -1;
     sqlite3_stmt *st;
     if (sqlite3_prepare_v2(s->db,
             "INSERT INTO rate_windows (scope, name, kind, window_ms, start_ms, used) VALUES (?1, ?2, ?3, ?4, ?5, ?6) "
             "ON CONFLICT (scope, name, kind, window_ms) DO UPDATE SET start_ms = excluded.start_ms, used = excluded.used",
             -1, &st, NULL) != SQLITE_OK) {
         gx_store_sqlerr(s, err, "prepare");
-        gx_store_rollback(s);
+        gx_store_rollback_relaxed(s);
         return -1;
     }
     /* one statement, rebound per row: a batch of thousands stays a few milliseconds */
@@ -34,12 +34,12 @@ int gx_store_put_rate_windows(gx_store *s, const gx_store_rate_window *rows, siz
         if (sqlite3_step(st) != SQLITE_DONE) {
             gx_store_sqlerr(s, err, "writing rate-limit windows");
             sqlite3_finalize(st);
-            gx_store_rollback(s);
+            gx_store_rollback_relaxed(s);
             return -1;
         }
     }
     sqlite3_finalize(st);
-    if (gx_store_commit(s, err)) { gx_store_rollback(s); return -1; }
+    if (gx_store_commit_relaxed(s, err)) { gx_store_rollback_relaxed(s); return -1; }
     return 0;
 }
 

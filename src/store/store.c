@@ -3,7 +3,10 @@
  * Must not: be called from src/core; log secrets (only token hashes reach it).
  * Durability: synchronous=FULL in WAL mode, so a committed transaction survives a
  * power cut, not only a process crash; a workload change is a few rows, so the
- * fsync per commit is cheap next to the HTTP round trip it acknowledges. */
+ * fsync per commit is cheap next to the HTTP round trip it acknowledges. Metering data
+ * (usage, rate windows) commits without an fsync (store_int.h); usage rows and WAL
+ * checkpoints are written by a thread of the store's own (background.c), so the
+ * gateway's event loop never waits on the disk for them. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -124,12 +127,16 @@ gx_store *gx_store_open(const char *dir, gx_err *err)
         gx_store_close(s);
         return NULL;
     }
+    /* without the thread (it could not start), SQLite's own auto-checkpoints stay on */
+    if ((s->bg = gx_store_bg_start(path))) exec(s, "PRAGMA wal_autocheckpoint=0;", NULL);
     return s;
 }
 
 void gx_store_close(gx_store *s)
 {
     if (!s) return;
+    gx_store_bg_stop(s->bg);
+    if (s->db) sqlite3_wal_checkpoint_v2(s->db, "main", SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
     sqlite3_close(s->db);
     free(s);
 }
@@ -137,6 +144,26 @@ void gx_store_close(gx_store *s)
 int gx_store_begin(gx_store *s, gx_err *err) { return exec(s, "BEGIN IMMEDIATE", err); }
 int gx_store_commit(gx_store *s, gx_err *err) { return exec(s, "COMMIT", err); }
 void gx_store_rollback(gx_store *s) { exec(s, "ROLLBACK", NULL); }
+
+int gx_store_begin_relaxed(gx_store *s, gx_err *err)
+{
+    if (exec(s, "PRAGMA synchronous=NORMAL;", err)) return -1;
+    if (exec(s, "BEGIN IMMEDIATE", err)) { exec(s, "PRAGMA synchronous=FULL;", NULL); return -1; }
+    return 0;
+}
+
+int gx_store_commit_relaxed(gx_store *s, gx_err *err)
+{
+    int rc = exec(s, "COMMIT", err);
+    exec(s, "PRAGMA synchronous=FULL;", NULL);
+    return rc;
+}
+
+void gx_store_rollback_relaxed(gx_store *s)
+{
+    exec(s, "ROLLBACK", NULL);
+    exec(s, "PRAGMA synchronous=FULL;", NULL);
+}
 
 /* Prepare, bind text/int64/blob arguments described by fmt ('s', 'i', 'b' = ptr+len), step
  * once, finalize. For writes: returns 0 or -1. */
@@ -380,16 +407,24 @@ json_t *gx_store_api_keys(gx_store *s, gx_err *err)
     return out;
 }
 
+int gx_store_queue_usage(gx_store *s, const gx_store_usage *rows, size_t n, gx_err *err)
+{
+    if (gx_store_bg_usage(s->bg, rows, n) == 0) return 0;
+    return gx_store_put_usage(s, rows, n, err);
+}
+
+void gx_store_sync_usage(gx_store *s) { gx_store_bg_sync(s->bg); }
+
 int gx_store_put_usage(gx_store *s, const gx_store_usage *rows, size_t n, gx_err *err)
 {
     sqlite3_stmt *st;
-    if (gx_store_begin(s, err)) return -1;
+    if (gx_store_begin_relaxed(s, err)) return -1;
     if (sqlite3_prepare_v2(s->db,
             "INSERT INTO usage (ts_ms, key_id, user, namespace, model, tier, endpoint, prompt_tokens, "
             "completion_tokens, estimated, latency_us, ttft_us, status, stream) "
             "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)", -1, &st, NULL) != SQLITE_OK) {
         gx_store_sqlerr(s, err, "prepare");
-        gx_store_rollback(s);
+        gx_store_rollback_relaxed(s);
         return -1;
     }
     for (size_t i = 0; i < n; i++) {
@@ -414,12 +449,12 @@ int gx_store_put_usage(gx_store *s, const gx_store_usage *rows, size_t n, gx_err
         if (rc != SQLITE_DONE) {
             gx_store_sqlerr(s, err, "write");
             sqlite3_finalize(st);
-            gx_store_rollback(s);
+            gx_store_rollback_relaxed(s);
             return -1;
         }
     }
     sqlite3_finalize(st);
-    return gx_store_commit(s, err);
+    return gx_store_commit_relaxed(s, err);
 }
 
 json_t *gx_store_usage_summary(gx_store *s, const char *group_by, int64_t since_ms, const char *user, gx_err *err)

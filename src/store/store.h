@@ -68,6 +68,11 @@ typedef struct gx_store_usage {
 } gx_store_usage;
 /* n rows in one transaction. */
 int gx_store_put_usage(gx_store *s, const gx_store_usage *rows, size_t n, gx_err *err);
+/* The same, from the store's background thread: rows are copied and queued, and this
+ * returns at once (the gateway's loop never waits for the disk). Written inline when
+ * the thread could not start. gx_store_sync_usage waits until the queue is written. */
+int gx_store_queue_usage(gx_store *s, const gx_store_usage *rows, size_t n, gx_err *err);
+void gx_store_sync_usage(gx_store *s);
 /* Totals per group_by (key, user, namespace, model, tier) since since_ms, of one user
  * (NULL: everyone): [{"group","requests","promptTokens","completionTokens","totalTokens",
  * "estimatedRequests","errors"}]. */

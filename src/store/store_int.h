@@ -8,12 +8,31 @@
 
 struct gx_store {
     sqlite3 *db;
+    struct gx_store_bg *bg;      /* the background writer thread (background.c), or NULL */
 };
+
+/* Metering data (usage records, rate-limit windows) is committed without an fsync
+ * (synchronous=NORMAL for that transaction): a power cut may lose the last batches,
+ * a crash of the process loses nothing, and the event loop never waits on the disk
+ * for it. Workload and object changes keep synchronous=FULL. */
+int gx_store_begin_relaxed(gx_store *s, gx_err *err);
+int gx_store_commit_relaxed(gx_store *s, gx_err *err);
+void gx_store_rollback_relaxed(gx_store *s);
 
 /* Fill err with "store: WHAT: sqlite's message"; returns -1. */
 int gx_store_sqlerr(gx_store *s, gx_err *err, const char *what);
 /* Prepare, bind text/int64/blob arguments described by fmt ('s', 'i', 'b' = ptr+len), step
  * once, finalize. For writes: returns 0 or -1. */
 int gx_store_run(gx_store *s, gx_err *err, const char *sql, const char *fmt, ...);
+
+/* background.c: a thread with its own connection that writes queued usage rows and
+ * checkpoints the WAL every second. NULL when it cannot start (then the store writes
+ * usage inline and SQLite checkpoints by itself). Stop drains the queue first. */
+struct gx_store_bg *gx_store_bg_start(const char *path);
+void gx_store_bg_stop(struct gx_store_bg *bg);
+/* Queue a copy of rows; 0, or -1 when there is no thread (write them inline). */
+int gx_store_bg_usage(struct gx_store_bg *bg, const gx_store_usage *rows, size_t n);
+/* Wait until every queued row is committed (or has failed and been reported). */
+void gx_store_bg_sync(struct gx_store_bg *bg);
 
 #endif
