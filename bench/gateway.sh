@@ -6,7 +6,8 @@
 #     through gpuaas with auth, limits and usage metering on. req/s, p50, p99, ratios.
 #     ROUNDS (default 3) rounds alternate the three, and the medians are compared, so that
 #     load from elsewhere on a shared machine falls on all three alike.
-#  2. N concurrent streams (40 tokens, 50 ms apart) through nginx and through gpuaas:
+#  2. the same at 2 connections (nothing queues): the latency each proxy adds to a request.
+#  3. N concurrent streams (40 tokens, 50 ms apart) through nginx and through gpuaas:
 #     how many complete, and the proxy's CPU seconds.
 # Prints figures only; never fails on time.
 # Usage: [ROUNDS=3] bench/gateway.sh [SECONDS=5] [STREAMS=1000]   (needs wrk and nginx-light)
@@ -91,9 +92,10 @@ wrk.headers["Authorization"] = "Bearer $KEY"
 L
 # run NAME URL -> "req/s p50_ms p99_ms"
 ms() { awk '{v=$1; if (v ~ /us$/) {sub(/us/,"",v); v/=1000} else if (v ~ /ms$/) {sub(/ms/,"",v)} else if (v ~ /s$/) {sub(/s/,"",v); v*=1000}; printf "%.3f", v}'; }
+C=64
 run() {
-  wrk -t1 -c64 -d1s -s "$TMP/post.lua" "$2" >/dev/null 2>&1   # warm-up
-  local out; out=$(wrk -t1 -c64 -d"${D}s" --latency -s "$TMP/post.lua" "$2")
+  wrk -t1 -c$C -d1s -s "$TMP/post.lua" "$2" >/dev/null 2>&1   # warm-up
+  local out; out=$(wrk -t1 -c$C -d"${D}s" --latency -s "$TMP/post.lua" "$2")
   local rps p50 p99 errs
   rps=$(awk '/Requests\/sec/{print $2}' <<<"$out")
   p50=$(awk '$1=="50%"{print $2}' <<<"$out" | ms); p99=$(awk '$1=="99%"{print $2}' <<<"$out" | ms)
@@ -123,6 +125,18 @@ printf "  %-28s %10.0f req/s   p50 %7.3f ms   p99 %7.3f ms\n" "gpuaas (auth+limi
 awk -v g="$g_rps" -v n="$n_rps" -v d="$d_rps" -v gp="$g_p99" -v np="$n_p99" -v dp="$d_p99" 'BEGIN{
   printf "  throughput ratio gpuaas/nginx: %.2f   gpuaas/direct: %.2f\n", g/n, g/d;
   printf "  added p99 over direct: gpuaas %.3f ms, nginx %.3f ms\n", gp-dp, np-dp }'
+
+# At 64 connections every proxy is saturated and its latency is mostly queueing (Little's
+# law: 64 / throughput). At 2 connections nothing queues: the difference to the upstream
+# is what the proxy adds to one request.
+C=2
+echo "unsaturated: wrk -t1 -c2 -d${D}s (what each proxy adds to a request when nothing queues)"
+read -r _ d2_p50 d2_p99 < <(run "upstream directly" "http://127.0.0.1:$UP/v1/chat/completions")
+read -r _ n2_p50 n2_p99 < <(run "nginx proxy_pass" "http://127.0.0.1:$NGP/v1/chat/completions")
+read -r _ g2_p50 g2_p99 < <(run "gpuaas (auth+limits+meter)" "$GW/v1/chat/completions")
+awk -v g5="$g2_p50" -v n5="$n2_p50" -v d5="$d2_p50" -v g="$g2_p99" -v n="$n2_p99" -v d="$d2_p99" 'BEGIN{
+  printf "  added p50 over direct: gpuaas %.3f ms, nginx %.3f ms\n", g5-d5, n5-d5;
+  printf "  added p99 over direct: gpuaas %.3f ms, nginx %.3f ms\n", g-d, n-d }'
 
 cpu() { awk '{print ($14+$15)/100}' "/proc/$1/stat"; }
 streams() {  # NAME URL AUTH -> complete count and CPU seconds of PID

@@ -179,7 +179,10 @@ void gx_resp_header(gx_resp *r, const char *name, const char *value)
 {
     if (r->nh >= 16) return;
     r->hname[r->nh] = name;
-    snprintf(r->hval[r->nh], sizeof r->hval[0], "%s", value);
+    size_t n = strlen(value);
+    if (n >= sizeof r->hval[0]) n = sizeof r->hval[0] - 1;
+    memcpy(r->hval[r->nh], value, n);
+    r->hval[r->nh][n] = 0;
     r->nh++;
 }
 
@@ -331,6 +334,23 @@ static int flush(conn *c)
 }
 
 /* The Date header's value, formatted once a second. */
+/* Copy s to p (no NUL), return the end: the head builder's stpcpy without the NUL. */
+static char *put(char *p, const char *s)
+{
+    size_t n = strlen(s);
+    memcpy(p, s, n);
+    return p + n;
+}
+
+/* v in decimal, into buf (24 bytes); returns the digits. */
+static const char *fmt_u(char *buf, unsigned long long v)
+{
+    char *e = buf + 23;
+    *e = 0;
+    do *--e = (char)('0' + v % 10); while (v /= 10);
+    return e;
+}
+
 static const char *date_now(gx_http *h)
 {
     int64_t sec = gx_loop_now(h->loop) / 1000;
@@ -372,25 +392,42 @@ static void build_resp(conn *c, gx_resp *r)
     out_reserve(c, need);
     char *o = c->out + c->out_len;
     size_t room = c->out_cap - c->out_len;
-    int n = snprintf(o, room, "HTTP/1.1 %d %s\r\nDate: %s\r\nContent-Type: %s\r\n", status, phrase_of(status),
-                     date_now(h), ctype);
+    /* need covers every byte below: plain copies, no printf on the hot path */
+    char *p = o;
+    char num[24];
+    p = put(p, "HTTP/1.1 ");
+    p = put(p, fmt_u(num, (unsigned long long)status));
+    p = put(p, " ");
+    p = put(p, phrase_of(status));
+    p = put(p, "\r\nDate: ");
+    p = put(p, date_now(h));
+    p = put(p, "\r\nContent-Type: ");
+    p = put(p, ctype);
+    p = put(p, "\r\n");
     if (r->stream.read) {
         c->s_chunked = c->hp.minor >= 1;
         if (!c->s_chunked) c->keep_alive = 0; /* HTTP/1.0: the end of the body is the close */
-        n += snprintf(o + n, room - (size_t)n, "%sCache-Control: no-cache\r\nX-Content-Type-Options: nosniff\r\n",
-                      c->s_chunked ? "Transfer-Encoding: chunked\r\n" : "");
+        if (c->s_chunked) p = put(p, "Transfer-Encoding: chunked\r\n");
+        p = put(p, "Cache-Control: no-cache\r\nX-Content-Type-Options: nosniff\r\n");
     } else if (!no_body) {
-        n += snprintf(o + n, room - (size_t)n, "Content-Length: %zu\r\n", blen + (dumped ? 1 : 0));
+        p = put(p, "Content-Length: ");
+        p = put(p, fmt_u(num, (unsigned long long)(blen + (dumped ? 1 : 0))));
+        p = put(p, "\r\n");
     }
-    if (!c->keep_alive) n += snprintf(o + n, room - (size_t)n, "Connection: close\r\n");
-    else if (c->hp.minor == 0) n += snprintf(o + n, room - (size_t)n, "Connection: keep-alive\r\n");
+    if (!c->keep_alive) p = put(p, "Connection: close\r\n");
+    else if (c->hp.minor == 0) p = put(p, "Connection: keep-alive\r\n");
     for (int i = 0; i < r->nh; i++) {
         /* values come from code, but may carry user text: no header splitting */
         if (strpbrk(r->hval[i], "\r\n")) continue;
-        n += snprintf(o + n, room - (size_t)n, "%s: %s\r\n", r->hname[i], r->hval[i]);
+        p = put(p, r->hname[i]);
+        p = put(p, ": ");
+        p = put(p, r->hval[i]);
+        p = put(p, "\r\n");
     }
-    n += snprintf(o + n, room - (size_t)n, "\r\n");
-    c->out_len += (size_t)n;
+    p = put(p, "\r\n");
+    size_t n = (size_t)(p - o);
+    if (n >= room) abort();   /* need was computed wrong: never send a torn head */
+    c->out_len += n;
     if (!no_body && !c->head_only && blen) {
         out_add(c, body, blen);
         if (dumped) out_add(c, "\n", 1);
