@@ -165,6 +165,10 @@ json_t *gx_engine_local_queues(const gx_engine *e, const char *const *namespaces
  * [{"name","labels":{},"cpu","memory","gpus":[{"index","uuid","model","memory",
  *   "workloads":[{"workload":"ns/name","pod":i}]}]}] */
 json_t *gx_engine_nodes(const gx_engine *e);
+/* The UUID the engine gives GPU idx of a node described by a count only: deterministic
+ * (FNV-1a of name and index, UUID-shaped), so the same GPU keeps its UUID across
+ * restarts and whether or not src/gpu describes it (inventory.c calls this too). */
+void gx_engine_gpu_uuid(const char *node, int idx, char *out, size_t n);
 
 /* ---- additions (phase 2): used by the scenario runner ---------------------------- */
 

@@ -428,6 +428,8 @@ void gx_engine_place_node_free(gx_node *n);
 int gx_engine_place_parse_node(const json_t *obj, gx_node *out, gx_err *err);
 json_t *gx_engine_place_view(const gx_engine *e, const gx_wl *w);
 int gx_engine_place_restore(gx_engine *e, gx_wl *w, const json_t *placement);
+/* Record pod `pod` of workload wi as a user of GPU g (share_place.c uses it too). */
+void gx_engine_gpu_add_user(gx_gpu *g, int wi, int pod);
 
 /* engine_sched.c */
 void gx_engine_sched_act(gx_engine *e, gx_act_kind k, const gx_wl *w, const char *by,

@@ -33,8 +33,7 @@ void gx_engine_place_node_free(gx_node *n)
     memset(n, 0, sizeof *n);
 }
 
-/* Deterministic UUID from node name and index (FNV-1a based, UUID-shaped). */
-static char *derive_uuid(const char *node, int idx)
+void gx_engine_gpu_uuid(const char *node, int idx, char *out, size_t n)
 {
     uint64_t h1 = 1469598103934665603ULL, h2 = 0x9e3779b97f4a7c15ULL;
     for (const char *p = node; *p; p++) {
@@ -43,9 +42,14 @@ static char *derive_uuid(const char *node, int idx)
     }
     h1 = (h1 ^ (uint64_t)idx) * 1099511628211ULL;
     h2 = (h2 ^ (uint64_t)(idx * 31 + 7)) * 0x100000001b3ULL;
-    char buf[64];
-    snprintf(buf, sizeof buf, "GPU-%08x-%04x-%04x-%04x-%012llx", (unsigned)(h1 >> 32), (unsigned)(h1 >> 16) & 0xffff,
+    snprintf(out, n, "GPU-%08x-%04x-%04x-%04x-%012llx", (unsigned)(h1 >> 32), (unsigned)(h1 >> 16) & 0xffff,
              (unsigned)h1 & 0xffff, (unsigned)(h2 >> 48), (unsigned long long)(h2 & 0xffffffffffffULL));
+}
+
+static char *derive_uuid(const char *node, int idx)
+{
+    char buf[64];
+    gx_engine_gpu_uuid(node, idx, buf, sizeof buf);
     return gx_engine_util_xstrdup(buf);
 }
 
@@ -154,7 +158,7 @@ static int node_fits_pod(const gx_engine *e, const gx_node *n, const gx_wl *w, i
     return 1;
 }
 
-static void add_user(gx_gpu *g, int wi, int pod)
+void gx_engine_gpu_add_user(gx_gpu *g, int wi, int pod)
 {
     if (g->n_users == g->cap_users) {
         g->cap_users = g->cap_users ? g->cap_users * 2 : 2;
@@ -217,7 +221,7 @@ int gx_engine_place_try(gx_engine *e, gx_wl *w, int commit, char *why, size_t wh
                 int64_t left = need;
                 for (int g = 0; g < nd->n_gpus && left > 0; g++) {
                     if (nd->gpus[g].n_users) continue;
-                    add_user(&nd->gpus[g], wi, pod);
+                    gx_engine_gpu_add_user(&nd->gpus[g], wi, pod);
                     w->pl_dev = gx_engine_util_xrealloc(w->pl_dev, (size_t)(w->n_pl_dev + 1) * 2 * sizeof(int));
                     w->pl_devpod = gx_engine_util_xrealloc(w->pl_devpod, (size_t)(w->n_pl_dev + 1) * sizeof(int));
                     w->pl_dev[2 * w->n_pl_dev] = w->pl_node[pod];
@@ -340,7 +344,7 @@ int gx_engine_place_restore(gx_engine *e, gx_wl *w, const json_t *placement)
             const char *u = json_string_value(json_object_get(json_array_get(devs, d), "uuid"));
             for (int g = 0; g < e->nodes[n].n_gpus; g++) {
                 if (strcmp(e->nodes[n].gpus[g].uuid, u)) continue;
-                add_user(&e->nodes[n].gpus[g], wi, (int)p);
+                gx_engine_gpu_add_user(&e->nodes[n].gpus[g], wi, (int)p);
                 w->pl_dev = gx_engine_util_xrealloc(w->pl_dev, (size_t)(w->n_pl_dev + 1) * 2 * sizeof(int));
                 w->pl_devpod = gx_engine_util_xrealloc(w->pl_devpod, (size_t)(w->n_pl_dev + 1) * sizeof(int));
                 w->pl_dev[2 * w->n_pl_dev] = n;

@@ -108,17 +108,6 @@ static int pod_req(const gx_engine *e, const gx_podset *p, gx_share_req *r, char
     return 0;
 }
 
-static void add_user(gx_gpu *g, int wi, int pod)
-{
-    if (g->n_users == g->cap_users) {
-        g->cap_users = g->cap_users ? g->cap_users * 2 : 2;
-        g->user_wl = gx_engine_util_xrealloc(g->user_wl, (size_t)g->cap_users * sizeof(int));
-        g->user_pod = gx_engine_util_xrealloc(g->user_pod, (size_t)g->cap_users * sizeof(int));
-    }
-    g->user_wl[g->n_users] = wi;
-    g->user_pod[g->n_users++] = pod;
-}
-
 static void drop_user(gx_gpu *g, int wi, int pod)
 {
     for (int u = g->n_users - 1; u >= 0; u--)
@@ -172,7 +161,7 @@ static int place_pod(gx_engine *e, gx_wl *w, int ps, int pod, gx_share_eligible_
         if (gx_share_commit(e->nodes[ni].share, OWNER(wi, pod), &p)) return 0;
         t->pl_node[pod] = ni;
         for (int k = 0; k < p.n; k++) {
-            add_user(&e->nodes[ni].gpus[p.dev[k].gpu], wi, pod);
+            gx_engine_gpu_add_user(&e->nodes[ni].gpus[p.dev[k].gpu], wi, pod);
             record(t, ni, p.dev[k].gpu, pod);
         }
         return 1;
@@ -197,7 +186,7 @@ static int place_pod(gx_engine *e, gx_wl *w, int ps, int pod, gx_share_eligible_
     gx_node *n = &e->nodes[best];
     for (int g = 0, left = r.count; g < n->n_gpus && left > 0; g++) {
         if (n->gpus[g].n_users) continue;
-        add_user(&n->gpus[g], wi, pod);
+        gx_engine_gpu_add_user(&n->gpus[g], wi, pod);
         record(t, best, g, pod);
         left--;
     }
@@ -499,7 +488,7 @@ int gx_share_engine_restore(gx_engine *e, gx_wl *w, const json_t *placement)
             if (g < 0 || g >= n->n_gpus || pick.n == GX_SHARE_MAX_GPUS) { ok = 0; break; }
             if (!n->share) {   /* a whole GPU on an unshared node */
                 if (!u || strcmp(u, n->gpus[g].uuid) || n->gpus[g].n_users) { ok = 0; break; }
-                add_user(&n->gpus[g], wi, (int)p);
+                gx_engine_gpu_add_user(&n->gpus[g], wi, (int)p);
                 record(&t, ni, g, (int)p);
                 continue;
             }
@@ -514,7 +503,7 @@ int gx_share_engine_restore(gx_engine *e, gx_wl *w, const json_t *placement)
         if (ok && n->share) {
             if (gx_share_commit(n->share, OWNER(wi, p), &pick)) { ok = 0; break; }
             for (int k2 = 0; k2 < pick.n; k2++) {
-                add_user(&n->gpus[pick.dev[k2].gpu], wi, (int)p);
+                gx_engine_gpu_add_user(&n->gpus[pick.dev[k2].gpu], wi, (int)p);
                 record(&t, ni, pick.dev[k2].gpu, (int)p);
             }
         }

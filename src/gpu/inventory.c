@@ -7,25 +7,25 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include "core/engine.h"
 #include "core/quantity.h"
 #include "core/share_json.h"
 #include "gpu/devplugin.h"
 #include "gpu/inventory.h"
 #include "gpu/mig.h"
 
-/* The engine's UUID for GPU idx of a node given as {count} (engine_place.c), so a GPU
- * keeps its UUID whether or not sharing is configured. */
-static void derive_uuid(const char *node, int idx, char *out, size_t n)
+/* A MIG device as NVML reports it (at start, and after `gpus mig apply`). */
+static void mig_from_nvml(gx_gpu_mig_dev *o, const gx_nvml_mig *m)
 {
-    uint64_t h1 = 1469598103934665603ULL, h2 = 0x9e3779b97f4a7c15ULL;
-    for (const char *p = node; *p; p++) {
-        h1 = (h1 ^ (unsigned char)*p) * 1099511628211ULL;
-        h2 = (h2 ^ (unsigned char)*p) * 0x100000001b3ULL + 0x7f4a7c15;
-    }
-    h1 = (h1 ^ (uint64_t)idx) * 1099511628211ULL;
-    h2 = (h2 ^ (uint64_t)(idx * 31 + 7)) * 0x100000001b3ULL;
-    snprintf(out, n, "GPU-%08x-%04x-%04x-%04x-%012llx", (unsigned)(h1 >> 32), (unsigned)(h1 >> 16) & 0xffff,
-             (unsigned)h1 & 0xffff, (unsigned)(h2 >> 48), (unsigned long long)(h2 & 0xffffffffffffULL));
+    memset(o, 0, sizeof *o);
+    snprintf(o->profile, sizeof o->profile, "%s", m->profile);
+    snprintf(o->uuid, sizeof o->uuid, "%s", m->uuid);
+    o->start = m->start;
+    o->size = m->size;
+    o->mem_mib = m->mem_total_mib;
+    o->replicas = 1;
+    o->gi_id = m->gi_id;
+    o->gr_active = -1;
 }
 
 /* A simulated MIG UUID: stable for (GPU, start, profile), so a restart finds the same one. */
@@ -96,7 +96,7 @@ static int sim_gpu(gx_gpu_inv *inv, int node, int idx, const json_t *g, const ch
     d->mem_mib = mem ? milli / 1000 / (1024 * 1024) : m ? m->memory_mib : 0;
     const char *u = json_string_value(json_object_get(g, "uuid"));
     if (u) snprintf(d->uuid, sizeof d->uuid, "%s", u);
-    else derive_uuid(inv->nodes[node].name, idx, d->uuid, sizeof d->uuid);
+    else gx_engine_gpu_uuid(inv->nodes[node].name, idx, d->uuid, sizeof d->uuid);   /* as the engine does */
     snprintf(d->pci_bus_id, sizeof d->pci_bus_id, "00000000:%02X:00.0", 0x17 + idx);
     char fs[192];
     snprintf(fs, sizeof fs, "%s.sharing", f);
@@ -170,17 +170,7 @@ static int load_nvml(gx_gpu_inv *inv, const gx_gpu_config *cfg, gx_err *err)
         d->util = nd.util_gpu;
         d->base.mode = GX_SHARE_EXCLUSIVE;
         d->mig_on = nd.mig_mode == 1;
-        for (int k = 0; k < nd.n_mig; k++) {
-            gx_gpu_mig_dev *o = &d->mig[d->n_mig++];
-            snprintf(o->profile, sizeof o->profile, "%s", nd.mig[k].profile);
-            snprintf(o->uuid, sizeof o->uuid, "%s", nd.mig[k].uuid);
-            o->start = nd.mig[k].start;
-            o->size = nd.mig[k].size;
-            o->mem_mib = nd.mig[k].mem_total_mib;
-            o->replicas = 1;
-            o->gi_id = nd.mig[k].gi_id;
-            o->gr_active = -1;
-        }
+        for (int k = 0; k < nd.n_mig; k++) mig_from_nvml(&d->mig[d->n_mig++], &nd.mig[k]);
         /* GPM: a first sample now, so the daemon's first sampling tick has a measurement */
         if ((d->gpm = gx_gpu_nvml_gpm_supported(inv->nvml, i))) gpm_sample(inv, d);
     }
@@ -616,18 +606,7 @@ static int mig_apply_node(gx_gpu_inv *inv, int ni, const char *name, json_t **ch
             }
             d->mig_on = nd.mig_mode == 1;
             d->n_mig = 0;
-            for (int k = 0; k < nd.n_mig; k++) {
-                gx_gpu_mig_dev *o = &d->mig[d->n_mig++];
-                memset(o, 0, sizeof *o);
-                snprintf(o->profile, sizeof o->profile, "%s", nd.mig[k].profile);
-                snprintf(o->uuid, sizeof o->uuid, "%s", nd.mig[k].uuid);
-                o->start = nd.mig[k].start;
-                o->size = nd.mig[k].size;
-                o->mem_mib = nd.mig[k].mem_total_mib;
-                o->replicas = 1;
-                o->gi_id = nd.mig[k].gi_id;
-                o->gr_active = -1;
-            }
+            for (int k = 0; k < nd.n_mig; k++) mig_from_nvml(&d->mig[d->n_mig++], &nd.mig[k]);
             snprintf(d->mig_config, sizeof d->mig_config, "%s", name);
         }
         json_array_append_new(*changed, json_pack("{s:i,s:s,s:b,s:i}", "index", d->index, "uuid", d->uuid, "migEnabled",

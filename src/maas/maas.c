@@ -188,6 +188,18 @@ gx_maas_tier *gx_maas_tier_get(gx_maas *m, const char *name)
     return t && t->present ? t : NULL;
 }
 
+gx_maas_tier *gx_maas_tier_ensure(gx_maas *m, const char *name)
+{
+    gx_maas_tier *t = gx_strmap_get(&m->tiers, name);
+    if (!t) {
+        t = calloc(1, sizeof *t);
+        if (!t) abort();
+        snprintf(t->name, sizeof t->name, "%s", name);
+        gx_strmap_put(&m->tiers, name, t);
+    }
+    return t;
+}
+
 static int tier_in(json_t *const *docs, size_t n, const char *name)
 {
     for (size_t i = 0; i < n; i++) {
@@ -237,13 +249,7 @@ void gx_maas_apply(gx_maas *m, const json_t *doc)
     const char *kind = json_string_value(json_object_get(doc, "kind"));
     const char *name = json_string_value(json_object_get(json_object_get(doc, "metadata"), "name"));
     if (!strcmp(kind, "Model")) { gx_maas_models_apply(m, doc); return; }
-    gx_maas_tier *t = gx_strmap_get(&m->tiers, name);
-    if (!t) {
-        t = calloc(1, sizeof *t);
-        if (!t) abort();
-        snprintf(t->name, sizeof t->name, "%s", name);
-        gx_strmap_put(&m->tiers, name, t);
-    }
+    gx_maas_tier *t = gx_maas_tier_ensure(m, name);
     gx_err e;
     if (gx_maas_tier_parse(doc, t, &e)) fprintf(stderr, "gpuaas: gateway: Tier %s: %s\n", name, e.msg);
     t->present = 1;

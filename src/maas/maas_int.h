@@ -244,6 +244,9 @@ struct gx_maas {
 };
 
 gx_maas_tier *gx_maas_tier_get(gx_maas *m, const char *name);
+/* The tier of that name, created empty (not yet applied) when there is none: the Tier's
+ * apply and the rate windows loaded at start (usage.c) meet in the same struct. */
+gx_maas_tier *gx_maas_tier_ensure(gx_maas *m, const char *name);
 /* {"error":{"message","type","param","code"}} (OpenAI's envelope). */
 void gx_maas_oai_error(gx_resp *resp, int status, const char *type, const char *code, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));

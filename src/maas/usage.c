@@ -247,14 +247,7 @@ void gx_maas_windows_load(gx_maas *m, int64_t now)
         } else if (!strcmp(scope, "tier") && strlen(name) < sizeof ((gx_maas_tier *)0)->name) {
             /* Tiers are applied after this; a placeholder (not present) holds the counters
              * and the Tier's apply fills in the rest (gx_maas_apply reuses it). */
-            gx_maas_tier *t = gx_strmap_get(&m->tiers, name);
-            if (!t) {
-                t = calloc(1, sizeof *t);
-                if (!t) abort();
-                snprintf(t->name, sizeof t->name, "%s", name);
-                gx_strmap_put(&m->tiers, name, t);
-            }
-            b = &t->bucket;
+            b = &gx_maas_tier_ensure(m, name)->bucket;
         }
         if (b && !gx_maas_bucket_restore(b, !strcmp(kind, "tokens"), json_integer_value(json_object_get(r, "windowMs")),
                                          json_integer_value(json_object_get(r, "startMs")),

@@ -19,6 +19,21 @@
 
 #include "sim/trace_internal.h"
 
+/* The pods of arr[] that arrive until `at` x capacity: their GPU milli in total, and in
+ * cnt[m] how many GPUs they ask with m milli each. */
+static double arrivals(const gx_trace *t, const int *arr, size_t na, double at, double *cnt)
+{
+    double cap = (double)t->gpu_milli, arrived = 0;
+    for (size_t i = 0; i < na; i++) {
+        const gx_place_pod *p = &t->pods[arr[i]].req;
+        double g = (double)gx_place_pod_gpu_total(p);
+        if (arrived + g > at * cap) break;
+        arrived += g;
+        if (p->num_gpu > 0) cnt[p->gpu_milli] += p->num_gpu;
+    }
+    return arrived;
+}
+
 /* Milli-GPU that must be dropped from the item histogram cnt[0..1000] for f_e. */
 static double must_drop(const double *cnt, double gpus_milli, int e)
 {
@@ -41,14 +56,7 @@ double gx_trace_bound(const gx_trace *t, const int *arr, size_t na, double at)
 {
     double *cnt = calloc(GX_PLACE_MILLI + 1, sizeof *cnt);
     if (!cnt) return -1;
-    double cap = (double)t->gpu_milli, arrived = 0;
-    for (size_t i = 0; i < na; i++) {
-        const gx_place_pod *p = &t->pods[arr[i]].req;
-        double g = (double)gx_place_pod_gpu_total(p);
-        if (arrived + g > at * cap) break;
-        arrived += g;
-        if (p->num_gpu > 0) cnt[p->gpu_milli] += p->num_gpu;
-    }
+    double cap = (double)t->gpu_milli, arrived = arrivals(t, arr, na, at, cnt);
     double best = arrived;
     for (int e = 0; e < GX_PLACE_MILLI / 2; e++) {
         double placed = arrived - must_drop(cnt, cap, e);
@@ -67,14 +75,8 @@ double gx_trace_offline_bfd(const gx_trace *t, const int *arr, size_t na, double
     double *cnt = calloc(GX_PLACE_MILLI + 1, sizeof *cnt);
     double *room = calloc(GX_PLACE_MILLI + 1, sizeof *room);   /* GPUs per free milli */
     if (!cnt || !room) { free(cnt); free(room); return -1; }
-    double cap = (double)t->gpu_milli, arrived = 0, placed = 0;
-    for (size_t i = 0; i < na; i++) {
-        const gx_place_pod *p = &t->pods[arr[i]].req;
-        double g = (double)gx_place_pod_gpu_total(p);
-        if (arrived + g > at * cap) break;
-        arrived += g;
-        if (p->num_gpu > 0) cnt[p->gpu_milli] += p->num_gpu;
-    }
+    double cap = (double)t->gpu_milli, placed = 0;
+    arrivals(t, arr, na, at, cnt);
     room[GX_PLACE_MILLI] = (double)t->gpus;
     for (int x = GX_PLACE_MILLI; x >= 1; x--) {
         for (; cnt[x] > 0; cnt[x] -= 1) {

@@ -11,30 +11,7 @@
 #include "maas/maas_int.h"
 #include "store/ratelimit.h"
 #include "store/store.h"
-
-static char dir[64];
-
-static void mkdir_tmp(void)
-{
-    snprintf(dir, sizeof dir, "/tmp/gpuaas-unit.XXXXXX");
-    cr_assert_not_null(mkdtemp(dir));
-}
-
-static void rm_tmp(void)
-{
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    cr_assert_eq(system(cmd), 0);
-}
-
-static gx_store *open_store(void)
-{
-    gx_err e;
-    gx_err_clear(&e);
-    gx_store *s = gx_store_open(dir, &e);
-    cr_assert_not_null(s, "open: %s", e.msg);
-    return s;
-}
+#include "test_store_util.h"
 
 static json_t *load(gx_store *s, int64_t now)
 {
@@ -64,7 +41,7 @@ static int64_t used_of(json_t *r) { return json_integer_value(json_object_get(r,
 #define MIN 60000
 #define DAY 86400000LL
 
-Test(store_ratelimit, survive_reopen_replace_and_expire, .init = mkdir_tmp, .fini = rm_tmp)
+Test(store_ratelimit, survive_reopen_replace_and_expire, .init = store_tmp_make, .fini = store_tmp_remove)
 {
     int64_t now = 1700000000000LL, m0 = now - now % MIN, d0 = now - now % DAY;
     gx_store *s = open_store();

@@ -8,30 +8,7 @@
 #include <string.h>
 #include "store/sessions.h"
 #include "store/store.h"
-
-static char dir[64];
-
-static void mkdir_tmp(void)
-{
-    snprintf(dir, sizeof dir, "/tmp/gpuaas-unit.XXXXXX");
-    cr_assert_not_null(mkdtemp(dir));
-}
-
-static void rm_tmp(void)
-{
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    cr_assert_eq(system(cmd), 0);
-}
-
-static gx_store *open_store(void)
-{
-    gx_err e;
-    gx_err_clear(&e);
-    gx_store *s = gx_store_open(dir, &e);
-    cr_assert_not_null(s, "open: %s", e.msg);
-    return s;
-}
+#include "test_store_util.h"
 
 static void add_user(gx_store *s, const char *name)
 {
@@ -75,7 +52,7 @@ static int load(gx_store *s, int64_t now, size_t max)
     return n;
 }
 
-Test(store_sessions, survive_reopen_and_expire, .init = mkdir_tmp, .fini = rm_tmp)
+Test(store_sessions, survive_reopen_and_expire, .init = store_tmp_make, .fini = store_tmp_remove)
 {
     gx_store *s = open_store();
     add_user(s, "alice");
@@ -112,7 +89,7 @@ Test(store_sessions, survive_reopen_and_expire, .init = mkdir_tmp, .fini = rm_tm
     gx_store_close(s);
 }
 
-Test(store_sessions, user_deletion_and_limit, .init = mkdir_tmp, .fini = rm_tmp)
+Test(store_sessions, user_deletion_and_limit, .init = store_tmp_make, .fini = store_tmp_remove)
 {
     gx_store *s = open_store();
     add_user(s, "alice");

@@ -10,21 +10,7 @@
 #include <sys/stat.h>
 #include <time.h>
 #include "store/store.h"
-
-static char dir[64];
-
-static void setup(void)
-{
-    snprintf(dir, sizeof dir, "/tmp/gpuaas-unit.XXXXXX");
-    cr_assert_not_null(mkdtemp(dir));
-}
-
-static void teardown(void)
-{
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    cr_assert_eq(system(cmd), 0);
-}
+#include "test_store_util.h"
 
 static long long db_size(void)
 {
@@ -44,11 +30,10 @@ static void put_rows(gx_store *s, int n)
     for (int done = 0; done < n; done += 100) cr_assert_eq(gx_store_put_usage(s, rows, 100, &e), 0, "%s", e.msg);
 }
 
-Test(store_wal, usage_rows_survive_a_reopen_and_the_wal_is_checkpointed, .init = setup, .fini = teardown)
+Test(store_wal, usage_rows_survive_a_reopen_and_the_wal_is_checkpointed, .init = store_tmp_make, .fini = store_tmp_remove)
 {
     gx_err e;
-    gx_store *s = gx_store_open(dir, &e);
-    cr_assert_not_null(s, "%s", e.msg);
+    gx_store *s = open_store();
     long long before = db_size();
     put_rows(s, 5000);                      /* ~1 MB of WAL frames */
     int grown = 0;
@@ -69,7 +54,7 @@ Test(store_wal, usage_rows_survive_a_reopen_and_the_wal_is_checkpointed, .init =
 
 /* Rows queued for the background thread: sync waits until they are in; rows queued
  * just before close are written by the close, not lost. */
-Test(store_wal, queued_usage_is_written_by_sync_and_by_close, .init = setup, .fini = teardown)
+Test(store_wal, queued_usage_is_written_by_sync_and_by_close, .init = store_tmp_make, .fini = store_tmp_remove)
 {
     gx_err e;
     gx_store *s = gx_store_open(dir, &e);
