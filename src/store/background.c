@@ -34,6 +34,7 @@ struct gx_store_bg {
     pthread_mutex_t mu;
     pthread_cond_t wake, idle;
     int stop, busy;
+    unsigned long started, finished;   /* write passes, for sync to wait on its own */
     batch *head, *tail;
     size_t queued;
     sqlite3 *db;
@@ -75,6 +76,7 @@ static size_t write_queue(gx_store_bg *bg)
     bg->head = bg->tail = NULL;
     for (batch *b = list; b; b = b->next) bg->queued -= b->n;
     bg->busy = 1;
+    bg->started++;
     pthread_mutex_unlock(&bg->mu);
     gx_store conn = {bg->db, NULL};
     while (list) {
@@ -99,13 +101,14 @@ static size_t write_queue(gx_store_bg *bg)
         bg->queued += failed;
     }
     bg->busy = 0;
+    bg->finished++;
     pthread_cond_broadcast(&bg->idle);
     return failed;
 }
 
 /* Writes queued rows as they come; after a failure, waits a second before retrying.
- * Checkpoints the WAL each quiet second. At stop: one last write, then what is left
- * is reported lost. */
+ * Checkpoints the WAL each quiet second. At stop: writes until the queue is empty or
+ * a write fails; what is left then is reported lost. */
 static void *bg_main(void *arg)
 {
     gx_store_bg *bg = arg;
@@ -123,7 +126,12 @@ static void *bg_main(void *arg)
         while (!bg->stop && (!bg->head || backoff) && !timed_out)
             timed_out = pthread_cond_timedwait(&bg->wake, &bg->mu, &t) == ETIMEDOUT;
         backoff = bg->head && write_queue(bg) > 0;
-        if (bg->stop) break;
+        if (bg->stop) {
+            /* rows queued while the last write ran (the mutex is free then) are
+             * written too; only a failing write leaves rows behind */
+            while (bg->head && !backoff) backoff = write_queue(bg) > 0;
+            break;
+        }
         if (timed_out) {
             pthread_mutex_unlock(&bg->mu);
             sqlite3_wal_checkpoint_v2(bg->db, "main", SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
@@ -214,15 +222,15 @@ int gx_store_bg_usage(gx_store_bg *bg, const gx_store_usage *rows, size_t n)
     return 0;
 }
 
+/* Waits for one write pass that takes every row queued now: the running pass if the
+ * queue is empty, else the next one. One pass, not until success: a batch that fails
+ * stays queued, and waiting for it could be forever. */
 void gx_store_bg_sync(gx_store_bg *bg)
 {
     if (!bg) return;
     pthread_mutex_lock(&bg->mu);
-    /* one pass: a batch that fails stays queued, and waiting for it could be forever */
+    unsigned long want = bg->started + (bg->head ? 1 : 0);
     if (bg->head) pthread_cond_signal(&bg->wake);
-    while (bg->busy || (bg->head && !bg->stop)) {
-        pthread_cond_wait(&bg->idle, &bg->mu);
-        if (!bg->busy) break;
-    }
+    while (bg->finished < want && !bg->stop) pthread_cond_wait(&bg->idle, &bg->mu);
     pthread_mutex_unlock(&bg->mu);
 }
