@@ -38,6 +38,7 @@ struct gx_store_bg {
     batch *head, *tail;
     size_t queued;
     sqlite3 *db;
+    gx_store conn;               /* db, with its prepared usage statements */
 };
 
 /* One allocation holding the batch, its rows and copies of their strings. */
@@ -78,11 +79,10 @@ static size_t write_queue(gx_store_bg *bg)
     bg->busy = 1;
     bg->started++;
     pthread_mutex_unlock(&bg->mu);
-    gx_store conn = {bg->db, NULL};
     while (list) {
         gx_err e;
         gx_err_clear(&e);
-        if (gx_store_put_usage(&conn, list->rows, list->n, &e)) {
+        if (gx_store_put_usage(&bg->conn, list->rows, list->n, &e)) {
             fprintf(stderr, "gpuaas: store: writing %zu usage records failed (will retry): %s\n", list->n, e.msg);
             break;
         }
@@ -162,6 +162,7 @@ gx_store_bg *gx_store_bg_start(const char *path)
      * checkpoint is a no-op ("not in WAL mode") */
     if (sqlite3_exec(bg->db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;", NULL, NULL, NULL) != SQLITE_OK)
         goto fail;
+    bg->conn.db = bg->db;
     pthread_mutex_init(&bg->mu, NULL);
     pthread_cond_init(&bg->wake, NULL);
     pthread_cond_init(&bg->idle, NULL);
@@ -191,6 +192,7 @@ void gx_store_bg_stop(gx_store_bg *bg)
     pthread_cond_signal(&bg->wake);
     pthread_mutex_unlock(&bg->mu);
     pthread_join(bg->th, NULL);
+    gx_store_usage_close(&bg->conn);
     sqlite3_close(bg->db);
     pthread_mutex_destroy(&bg->mu);
     pthread_cond_destroy(&bg->wake);

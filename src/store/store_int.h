@@ -1,4 +1,5 @@
-/* store_int: what the store's own files share (store.c, sessions.c, ratelimit.c).
+/* store_int: what the store's own files share (store.c, usage.c, sessions.c, ratelimit.c,
+ * background.c).
  * Owns: the connection struct and the two statement helpers.
  * Must not: be included outside src/store. */
 #ifndef GX_STORE_INT_H
@@ -9,7 +10,11 @@
 struct gx_store {
     sqlite3 *db;
     struct gx_store_bg *bg;      /* the background writer thread (background.c), or NULL */
+    struct gx_store_usage_cx *usage; /* usage statements and dimension ids (usage.c), or NULL */
 };
+
+/* usage.c: finalizes the connection's usage statements; before sqlite3_close. */
+void gx_store_usage_close(gx_store *s);
 
 /* Metering data (usage records, rate-limit windows) is committed without an fsync
  * (synchronous=NORMAL for that transaction): a power cut may lose the last batches,
