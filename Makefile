@@ -64,6 +64,10 @@ $(BUILD)/fake-openai: tests/fakes/fake_openai.c
 	@mkdir -p $(dir $@)
 	$(CC) -std=c17 -D_GNU_SOURCE $(WARN) $(CFLAGS) $(SANFLAGS) -o $@ $< $(shell pkg-config --libs jansson)
 
+# bench/usage_write.c: the usage writer against a one-table SQLite reference (make bench).
+$(BUILD)/bench-usage-write: bench/usage_write.c $(LIB_OBJ)
+	$(CC) $(ALL_CFLAGS) -o $@ $< $(LIB_OBJ) $(LDLIBS)
+
 $(BUILD)/test-unit: $(LIB_OBJ) $(UNIT_OBJ) $(BUILD)/gpuaas-shim
 	$(CC) $(SANFLAGS) -o $@ $(LIB_OBJ) $(UNIT_OBJ) $(LDLIBS) -lcriterion
 
@@ -103,7 +107,7 @@ unit: $(BUILD)/test-unit
 integration: all $(FAKE_NVML)
 	GPUAAS_BIN=$(CURDIR)/$(BUILD)/gpuaas tests/integration/run.sh
 
-bench: all $(BUILD)/fake-openai
+bench: all $(BUILD)/fake-openai $(BUILD)/bench-usage-write
 	@bench/run.sh
 
 clean:
