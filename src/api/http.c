@@ -31,6 +31,7 @@
 #include <unistd.h>
 #include "api/http.h"
 #include "api/http_parse.h"
+#include "lib/sbuf.h"
 
 #define IN_CAP (GX_HP_MAX_HEAD + 16384)  /* a full head, and room to read a body */
 #define MAX_CONNS 4000                    /* gateway streams are long-lived */
@@ -342,14 +343,6 @@ static char *put(char *p, const char *s)
     return p + n;
 }
 
-/* v in decimal, into buf (24 bytes); returns the digits. */
-static const char *fmt_u(char *buf, unsigned long long v)
-{
-    char *e = buf + 23;
-    *e = 0;
-    do *--e = (char)('0' + v % 10); while (v /= 10);
-    return e;
-}
 
 static const char *date_now(gx_http *h)
 {
@@ -396,7 +389,7 @@ static void build_resp(conn *c, gx_resp *r)
     char *p = o;
     char num[24];
     p = put(p, "HTTP/1.1 ");
-    p = put(p, fmt_u(num, (unsigned long long)status));
+    p = put(p, gx_fmt_u64(num, sizeof num, (uint64_t)status));
     p = put(p, " ");
     p = put(p, phrase_of(status));
     p = put(p, "\r\nDate: ");
@@ -411,7 +404,7 @@ static void build_resp(conn *c, gx_resp *r)
         p = put(p, "Cache-Control: no-cache\r\nX-Content-Type-Options: nosniff\r\n");
     } else if (!no_body) {
         p = put(p, "Content-Length: ");
-        p = put(p, fmt_u(num, (unsigned long long)(blen + (dumped ? 1 : 0))));
+        p = put(p, gx_fmt_u64(num, sizeof num, (uint64_t)(blen + (dumped ? 1 : 0))));
         p = put(p, "\r\n");
     }
     if (!c->keep_alive) p = put(p, "Connection: close\r\n");

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "maas/maas_int.h"
+#include "lib/sbuf.h"
 
 int64_t gx_maas_duration(const char *s)
 {
@@ -29,14 +30,31 @@ int64_t gx_maas_duration(const char *s)
     return (int64_t)v * mult;
 }
 
+/* Appends v and unit at p, within end; returns the new end (stays put when full). */
+static char *put_part(char *p, char *end, int64_t v, const char *unit)
+{
+    char tmp[24];
+    const char *d = gx_fmt_u64(tmp, sizeof tmp, (uint64_t)v);
+    size_t dn = strlen(d), un = strlen(unit);
+    if ((size_t)(end - p) <= dn + un) return p;
+    memcpy(p, d, dn);
+    memcpy(p + dn, unit, un + 1);
+    return p + dn + un;
+}
+
+/* OpenAI's reset format (12ms, 7s, 1m12s, 2h3m4s). Every answer carries two, so no
+ * snprintf (it showed in the gateway's profile). */
 void gx_maas_fmt_reset(int64_t ms, char *out, size_t n)
 {
+    char *p = out, *end = out + n;
+    if (!n) return;
+    *p = 0;
     if (ms < 0) ms = 0;
-    if (ms < 1000) snprintf(out, n, "%lldms", (long long)ms);
-    else if (ms < 60000) snprintf(out, n, "%llds", (long long)((ms + 999) / 1000));
-    else if (ms < 3600000) snprintf(out, n, "%lldm%llds", (long long)(ms / 60000), (long long)(ms % 60000 + 999) / 1000);
-    else snprintf(out, n, "%lldh%lldm%llds", (long long)(ms / 3600000), (long long)(ms % 3600000 / 60000),
-                  (long long)(ms % 60000 + 999) / 1000);
+    if (ms < 1000) { put_part(p, end, ms, "ms"); return; }
+    if (ms < 60000) { put_part(p, end, (ms + 999) / 1000, "s"); return; }
+    if (ms >= 3600000) p = put_part(p, end, ms / 3600000, "h");
+    p = put_part(p, end, ms % 3600000 / 60000, "m");
+    put_part(p, end, (ms % 60000 + 999) / 1000, "s");
 }
 
 /* requestsPerMinute / tokensPerDay ... and the general form [{limit, window}]. */
@@ -189,15 +207,24 @@ int gx_maas_bucket_restore(gx_maas_bucket *b, int tokens, int64_t len_ms, int64_
     return -1;
 }
 
+/* Whose limit a refusal names: the key's or the tier's shared one. Formatted only when
+ * a request is refused (an admission runs on every request). */
+static const char *who_of(char *out, size_t n, const char *tier, int shared)
+{
+    snprintf(out, n, shared ? "tier %s (all its keys)" : "this key (tier %s)", tier);
+    return out;
+}
+
 /* Would this request fit? Fills the verdict's numbers for the tightest window. */
 static int check(const gx_maas_limits *l, const gx_maas_bucket *b, int64_t cost, int64_t now, gx_maas_verdict *v,
-                 const char *who)
+                 const char *tier, int shared)
 {
+    char who[96];
     if (l->max_concurrent && b->inflight >= l->max_concurrent) {
         v->result = GX_MAAS_LIM_CONCURRENCY;
         v->retry_ms = 1000;
         snprintf(v->msg, sizeof v->msg, "Rate limit reached for %s on concurrent requests: limit %d, in flight %d. "
-                 "Please retry when one ends.", who, l->max_concurrent, b->inflight);
+                 "Please retry when one ends.", who_of(who, sizeof who, tier, shared), l->max_concurrent, b->inflight);
         return -1;
     }
     for (int i = 0; i < l->nreq; i++) {
@@ -205,7 +232,7 @@ static int check(const gx_maas_limits *l, const gx_maas_bucket *b, int64_t cost,
         v->result = GX_MAAS_LIM_REQUESTS;
         v->retry_ms = b->req_start[i] + l->req[i].len_ms - now;
         snprintf(v->msg, sizeof v->msg, "Rate limit reached for %s on requests per %llds: Limit %lld, Used %lld. "
-                 "Please try again in %.3fs.", who, (long long)(l->req[i].len_ms / 1000), (long long)l->req[i].limit,
+                 "Please try again in %.3fs.", who_of(who, sizeof who, tier, shared), (long long)(l->req[i].len_ms / 1000), (long long)l->req[i].limit,
                  (long long)b->req_used[i], (double)v->retry_ms / 1000);
         return -1;
     }
@@ -217,7 +244,7 @@ static int check(const gx_maas_limits *l, const gx_maas_bucket *b, int64_t cost,
         v->retry_ms = b->tok_start[i] + l->tok[i].len_ms - now;
         if (b->tok_reserved && v->retry_ms > 1000) v->retry_ms = 1000; /* in-flight requests may give tokens back */
         snprintf(v->msg, sizeof v->msg, "Rate limit reached for %s on tokens per %llds: Limit %lld, Used %lld, "
-                 "Requested %lld.%s", who, (long long)(l->tok[i].len_ms / 1000), (long long)l->tok[i].limit,
+                 "Requested %lld.%s", who_of(who, sizeof who, tier, shared), (long long)(l->tok[i].len_ms / 1000), (long long)l->tok[i].limit,
                  (long long)used, (long long)cost,
                  never ? " The request alone is larger than the limit: lower max_tokens." : " Please try again later.");
         return -1;
@@ -252,13 +279,8 @@ int gx_maas_admit(gx_maas_tier *t, gx_maas_bucket *kb, int64_t cost, int64_t now
     memset(v, 0, sizeof *v);
     roll(&t->per_key, kb, now);
     roll(&t->shared, &t->bucket, now);
-    char who[96];
-    snprintf(who, sizeof who, "this key (tier %s)", t->name);
-    int rc = check(&t->per_key, kb, cost, now, v, who);
-    if (!rc) {
-        snprintf(who, sizeof who, "tier %s (all its keys)", t->name);
-        rc = check(&t->shared, &t->bucket, cost, now, v, who);
-    }
+    int rc = check(&t->per_key, kb, cost, now, v, t->name, 0);
+    if (!rc) rc = check(&t->shared, &t->bucket, cost, now, v, t->name, 1);
     if (!rc) {
         for (int i = 0; i < t->per_key.nreq; i++) kb->req_used[i]++;
         for (int i = 0; i < t->shared.nreq; i++) t->bucket.req_used[i]++;

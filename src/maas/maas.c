@@ -12,6 +12,7 @@
 #include <curl/curl.h>
 #include "api/daemon.h"
 #include "maas/maas_int.h"
+#include "lib/sbuf.h"
 
 #define MAX_KEY_NAME 63
 
@@ -146,14 +147,11 @@ void gx_maas_oai_error(gx_resp *resp, int status, const char *type, const char *
 static void int_header(gx_resp *resp, const char *name, int64_t v)
 {
     if (resp->nh >= 16) return;
-    char tmp[24], *q = tmp + sizeof tmp;
-    uint64_t x = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
-    do { *--q = (char)('0' + x % 10); x /= 10; } while (x);
+    char tmp[24];
+    char *q = gx_fmt_u64(tmp, sizeof tmp, v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v);
     if (v < 0) *--q = '-';
-    size_t n = (size_t)(tmp + sizeof tmp - q);
     resp->hname[resp->nh] = name;
-    memcpy(resp->hval[resp->nh], q, n);
-    resp->hval[resp->nh][n] = 0;
+    memcpy(resp->hval[resp->nh], q, (size_t)(tmp + sizeof tmp - q));   /* with the NUL */
     resp->nh++;
 }
 

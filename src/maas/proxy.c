@@ -19,6 +19,7 @@
 #include "api/daemon.h"
 #include "maas/maas_int.h"
 #include "maas/upstream.h"
+#include "lib/sbuf.h"
 
 #define HIGH_WATER (256 * 1024)   /* pause the upstream above this much unsent */
 #define LOW_WATER (64 * 1024)
@@ -307,7 +308,7 @@ static void wake(call *c)
 static void sink_head(call *c, int status, const char *ctype)
 {
     c->status = status;
-    snprintf(c->ctype, sizeof c->ctype, "%s", ctype ? ctype : "application/json");
+    gx_strcpy_cut(c->ctype, sizeof c->ctype, ctype ? ctype : "application/json");
     if (c->stream && c->status == 200 && c->state == WAITING) {
         c->state = STREAMING;
         if (c->req) gx_http_resume(c->req);
@@ -424,8 +425,8 @@ static int start(call *c)
     gx_maas_proxy *p = c->m->proxy;
     json_t *to = json_object_get(c->model->spec, "timeoutSeconds");
     int64_t limit_ms = json_is_integer(to) ? json_integer_value(to) * 1000 : 600000;
-    char path[64];
-    snprintf(path, sizeof path, "/v1/%s", c->endpoint);
+    char path[64] = "/v1/";
+    gx_strcpy_cut(path + 4, sizeof path - 4, c->endpoint);
     c->status = 0;
     c->paused = 0;
     c->rep->outstanding++;
@@ -700,7 +701,7 @@ void gx_maas_proxy_call(gx_maas *m, gx_req *req, gx_resp *resp, gx_maas_key *key
     c->model = md;
     c->rep = rep;
     c->t0 = gx_maas_mono();
-    snprintf(c->endpoint, sizeof c->endpoint, "%s", endpoint);
+    gx_strcpy_cut(c->endpoint, sizeof c->endpoint, endpoint);
     c->stream = json_is_true(json_object_get(b, "stream")) && strcmp(endpoint, "embeddings");
     c->prompt_est = gx_maas_prompt_estimate(b);
     c->reserved = cost_of(tier, b, endpoint, c->prompt_est);

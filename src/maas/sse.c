@@ -40,6 +40,23 @@ void gx_maas_buf_free(gx_maas_buf *b)
 
 static int is_ws(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
 
+/* The index of the quote that ends the string whose first character is s[st], or n when
+ * it does not end. memchr to each quote, then an even run of backslashes before it
+ * means the quote is real: answers are mostly string content, and stepping through it a
+ * byte at a time was the scan's whole cost. */
+static size_t string_end(const char *s, size_t st, size_t n)
+{
+    for (size_t j = st; j < n; j++) {
+        const char *q = memchr(s + j, '"', n - j);
+        if (!q) return n;
+        j = (size_t)(q - s);
+        size_t b = 0;
+        while (j - b > st && s[j - b - 1] == '\\') b++;
+        if (!(b & 1)) return j;
+    }
+    return n;
+}
+
 /* The value of key at the top level of the JSON object that s[0..n) starts with, NULL
  * when absent (or the text is not such an object). A scan, not a parse: strings (with
  * their escapes) and nesting are stepped over and nothing is allocated, so the meter
@@ -54,8 +71,7 @@ static const char *top_value(const char *s, size_t n, const char *key)
     for (; i < n; i++) {
         char ch = s[i];
         if (ch == '"') {
-            size_t st = i + 1, j = st;
-            while (j < n && s[j] != '"') j += s[j] == '\\' ? 2 : 1;
+            size_t st = i + 1, j = string_end(s, st, n);
             if (j >= n) return NULL;
             i = j;
             if (depth != 1 || !want_key) continue;
@@ -99,8 +115,9 @@ static const char *close_of(const char *s, const char *end)
     int depth = 0;
     for (const char *q = s; q < end; q++) {
         if (*q == '"') {
-            for (q++; q < end && *q != '"'; q += *q == '\\' ? 2 : 1) {}
-            if (q >= end) return NULL;
+            size_t j = string_end(q, 1, (size_t)(end - q));
+            if (j >= (size_t)(end - q)) return NULL;
+            q += j;
         } else if (*q == '{' || *q == '[') {
             depth++;
         } else if ((*q == '}' || *q == ']') && --depth == 0) {

@@ -20,6 +20,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 #include "maas/upstream.h"
+#include "lib/sbuf.h"
 
 #define RBUF (GX_UP_MAX_HEAD * 2)   /* read buffer of a connection: a whole head fits */
 #define POOL_CAP 1024                /* idle connections kept per host */
@@ -613,12 +614,20 @@ int gx_up_start(gx_up *u, gx_up_req *r, const char *base_url, const char *path, 
     const char *prefix;
     gx_up_host *h = host_of(u, base_url, &prefix);
     if (!h) return -1;
-    int n = snprintf(r->head, sizeof r->head,
-                     "POST %s%s HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n"
-                     "%s%s\r\n", prefix, path, h->hostport, body_len, extra_header && *extra_header ? extra_header : "",
-                     extra_header && *extra_header ? "\r\n" : "");
-    if (n < 0 || (size_t)n >= sizeof r->head) return -1;
-    r->head_len = (size_t)n;
+    char len[24];
+    const char *extra = extra_header && *extra_header ? extra_header : NULL;
+    const char *parts[] = {"POST ", prefix, path, " HTTP/1.1\r\nHost: ", h->hostport,
+                           "\r\nContent-Type: application/json\r\nContent-Length: ",
+                           gx_fmt_u64(len, sizeof len, body_len), "\r\n", extra ? extra : "", extra ? "\r\n" : "", "\r\n"};
+    size_t n = 0;
+    for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) {   /* no snprintf: once a request */
+        size_t k = strlen(parts[i]);
+        if (n + k >= sizeof r->head) return -1;
+        memcpy(r->head + n, parts[i], k);
+        n += k;
+    }
+    r->head[n] = 0;
+    r->head_len = n;
     r->body = body;
     r->body_len = body_len;
     r->sent = 0;

@@ -37,6 +37,19 @@ Test(maas_limits, durations)
     cr_assert_str_eq(b, "1s");
     gx_maas_fmt_reset(360000, b, sizeof b);
     cr_assert_str_eq(b, "6m0s");
+    gx_maas_fmt_reset(-5, b, sizeof b);
+    cr_assert_str_eq(b, "0ms");
+    gx_maas_fmt_reset(59001, b, sizeof b);
+    cr_assert_str_eq(b, "60s");
+    gx_maas_fmt_reset(72500, b, sizeof b);
+    cr_assert_str_eq(b, "1m13s");
+    gx_maas_fmt_reset(86399999, b, sizeof b);   /* the end of a day window */
+    cr_assert_str_eq(b, "23h59m60s");
+    gx_maas_fmt_reset(7384000, b, sizeof b);
+    cr_assert_str_eq(b, "2h3m4s");
+    char small[6];
+    gx_maas_fmt_reset(7384000, small, sizeof small);  /* cut, never past the buffer */
+    cr_assert_str_eq(small, "2h3m");
 }
 
 Test(maas_limits, tier_errors)
@@ -81,6 +94,7 @@ Test(maas_limits, requests_and_tokens_are_independent)
     cr_assert_eq(gx_maas_admit(&t, &k, 1, now + 50, &v), 0);    /* request 3 of 3 */
     cr_assert_eq(gx_maas_admit(&t, &k, 1, now + 60, &v), -1);   /* the 4th: requests */
     cr_assert_eq(v.result, GX_MAAS_LIM_REQUESTS);
+    cr_assert(strstr(v.msg, "for this key (tier t) on requests per 60s: Limit 3"), "%s", v.msg);
     cr_assert_eq(v.retry_ms, 60000 - 60);
     cr_assert_eq(gx_maas_admit(&t, &k, 1, now + 60000, &v), 0); /* next minute */
 }
@@ -105,6 +119,7 @@ Test(maas_limits, reservations_never_overshoot)
     cr_assert_eq(t.bucket.tok_reserved, 0);
     cr_assert_eq(gx_maas_admit(&t, &keys[0], 10, 3000, &v), 0); /* the 10 left */
     cr_assert_eq(gx_maas_admit(&t, &keys[0], 1, 3000, &v), -1);
+    cr_assert(strstr(v.msg, "for tier t (all its keys) on tokens per 86400s"), "%s", v.msg);
 }
 
 Test(maas_limits, concurrency_and_too_big)
@@ -117,6 +132,7 @@ Test(maas_limits, concurrency_and_too_big)
     cr_assert_eq(gx_maas_admit(&t, &k, 1, 0, &v), 0);
     cr_assert_eq(gx_maas_admit(&t, &k, 1, 0, &v), -1);
     cr_assert_eq(v.result, GX_MAAS_LIM_CONCURRENCY);
+    cr_assert(strstr(v.msg, "for this key (tier t) on concurrent requests: limit 2"), "%s", v.msg);
     gx_maas_settle(&t, &k, 1, 1, 0, 1);
     cr_assert_eq(gx_maas_admit(&t, &k, 51, 2, &v), -1);
     cr_assert_eq(v.result, GX_MAAS_LIM_TOO_BIG);
@@ -229,6 +245,14 @@ Test(maas_sse, plain_usage_and_estimates)
     cr_assert_eq(gx_maas_usage_of(only_nested, strlen(only_nested), &p, &c, &bytes), -1, "nested usage is not the answer's");
     const char *bad_num = "{\"usage\":{\"prompt_tokens\":1.5,\"completion_tokens\":2}}";
     cr_assert_eq(gx_maas_usage_of(bad_num, strlen(bad_num), &p, &c, &bytes), 0, "falls back to the full parse");
+    /* a quote after an odd run of backslashes is content, after an even run it ends the
+     * string; a usage inside escaped text is not the answer's (a scan that lost its
+     * place would fall back to the full parse, so this checks the values, not the path) */
+    const char *esc = "{\"choices\":[{\"text\":\"a\\\\\\\",\\\"usage\\\":{\\\"prompt_tokens\\\":50,\\\"completion_tokens\\\":50}\"}],"
+                      "\"note\":\"ends in two\\\\\\\\\",\"usage\":{\"prompt_tokens\":11,\"completion_tokens\":12}}";
+    cr_assert_eq(gx_maas_usage_of(esc, strlen(esc), &p, &c, &bytes), 0, "%s", esc);
+    cr_assert_eq(p, 11, "%s", esc);
+    cr_assert_eq(c, 12);
     const char *cut = "{\"usage\":{\"prompt_tokens\":7";
     p = c = -1;
     cr_assert_eq(gx_maas_usage_of(cut, strlen(cut), &p, &c, &bytes), -1);
