@@ -37,8 +37,7 @@ struct gx_store_bg {
     unsigned long started, finished;   /* write passes, for sync to wait on its own */
     batch *head, *tail;
     size_t queued;
-    sqlite3 *db;
-    gx_store conn;               /* db, with its prepared usage statements */
+    gx_store conn;               /* the thread's own connection, with its usage statements */
 };
 
 /* One allocation holding the batch, its rows and copies of their strings. */
@@ -134,7 +133,7 @@ static void *bg_main(void *arg)
         }
         if (timed_out) {
             pthread_mutex_unlock(&bg->mu);
-            sqlite3_wal_checkpoint_v2(bg->db, "main", SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
+            sqlite3_wal_checkpoint_v2(bg->conn.db, "main", SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
             pthread_mutex_lock(&bg->mu);
         }
     }
@@ -155,14 +154,13 @@ gx_store_bg *gx_store_bg_start(const char *path)
 {
     gx_store_bg *bg = calloc(1, sizeof *bg);
     if (!bg) return NULL;
-    if (sqlite3_open_v2(path, &bg->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK)
+    if (sqlite3_open_v2(path, &bg->conn.db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK)
         goto fail;
-    sqlite3_busy_timeout(bg->db, 5000);
+    sqlite3_busy_timeout(bg->conn.db, 5000);
     /* a connection learns the journal mode when it first reads the file; until then a
      * checkpoint is a no-op ("not in WAL mode") */
-    if (sqlite3_exec(bg->db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;", NULL, NULL, NULL) != SQLITE_OK)
+    if (sqlite3_exec(bg->conn.db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;", NULL, NULL, NULL) != SQLITE_OK)
         goto fail;
-    bg->conn.db = bg->db;
     pthread_mutex_init(&bg->mu, NULL);
     pthread_cond_init(&bg->wake, NULL);
     pthread_cond_init(&bg->idle, NULL);
@@ -179,7 +177,7 @@ gx_store_bg *gx_store_bg_start(const char *path)
     }
     return bg;
 fail:
-    sqlite3_close(bg->db);
+    sqlite3_close(bg->conn.db);
     free(bg);
     return NULL;
 }
@@ -193,7 +191,7 @@ void gx_store_bg_stop(gx_store_bg *bg)
     pthread_mutex_unlock(&bg->mu);
     pthread_join(bg->th, NULL);
     gx_store_usage_close(&bg->conn);
-    sqlite3_close(bg->db);
+    sqlite3_close(bg->conn.db);
     pthread_mutex_destroy(&bg->mu);
     pthread_cond_destroy(&bg->wake);
     pthread_cond_destroy(&bg->idle);

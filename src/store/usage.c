@@ -27,29 +27,29 @@ struct gx_store_usage_cx {
     size_t ndims;
 };
 
-static const char *field(const gx_store_usage *r, int k)
+/* A record's six dimension strings, NULL read as "". */
+static void fields_of(const gx_store_usage *r, const char *f[6])
 {
-    const char *f[] = {r->key_id, r->user, r->ns, r->model, r->tier, r->endpoint};
-    return f[k] ? f[k] : "";
+    const char *src[] = {r->key_id, r->user, r->ns, r->model, r->tier, r->endpoint};
+    for (int k = 0; k < 6; k++) f[k] = src[k] ? src[k] : "";
 }
 
 /* FNV-1a over the six strings, each with its NUL so that ("ab","c") != ("a","bc"). */
-static uint64_t dims_hash(const gx_store_usage *r)
+static uint64_t dims_hash(const char *const f[6])
 {
     uint64_t h = 1469598103934665603ull;
     for (int k = 0; k < 6; k++)
-        for (const unsigned char *p = (const unsigned char *)field(r, k);; p++) {
+        for (const unsigned char *p = (const unsigned char *)f[k];; p++) {
             h = (h ^ *p) * 1099511628211ull;
             if (!*p) break;
         }
     return h;
 }
 
-static int dims_equal(const char *strs, const gx_store_usage *r)
+static int dims_equal(const char *strs, const char *const f[6])
 {
     for (int k = 0; k < 6; k++) {
-        const char *f = field(r, k);
-        if (strcmp(strs, f)) return 0;
+        if (strcmp(strs, f[k])) return 0;
         strs += strlen(strs) + 1;
     }
     return 1;
@@ -66,17 +66,16 @@ static void dims_clear(struct gx_store_usage_cx *u)
     u->ndims = 0;
 }
 
-static void dims_remember(struct gx_store_usage_cx *u, uint64_t h, const gx_store_usage *r, int64_t id)
+static void dims_remember(struct gx_store_usage_cx *u, uint64_t h, const char *const f[6], int64_t id)
 {
     if (u->ndims >= DIMS_CAP * 3 / 4) dims_clear(u);
-    size_t len = 0;
-    for (int k = 0; k < 6; k++) len += strlen(field(r, k)) + 1;
+    size_t lens[6], len = 0;
+    for (int k = 0; k < 6; k++) len += (lens[k] = strlen(f[k]) + 1);
     char *strs = malloc(len), *p = strs;
     if (!strs) return;             /* only a cache: the next lookup asks SQLite again */
     for (int k = 0; k < 6; k++) {
-        size_t n = strlen(field(r, k)) + 1;
-        memcpy(p, field(r, k), n);
-        p += n;
+        memcpy(p, f[k], lens[k]);
+        p += lens[k];
     }
     size_t i = h & (DIMS_CAP - 1);
     while (u->dims[i].strs) i = (i + 1) & (DIMS_CAP - 1);
@@ -89,23 +88,25 @@ static void dims_remember(struct gx_store_usage_cx *u, uint64_t h, const gx_stor
 static int64_t dim_id(gx_store *s, const gx_store_usage *r)
 {
     struct gx_store_usage_cx *u = s->usage;
-    uint64_t h = dims_hash(r);
+    const char *f[6];
+    fields_of(r, f);
+    uint64_t h = dims_hash(f);
     for (size_t i = h & (DIMS_CAP - 1); u->dims[i].strs; i = (i + 1) & (DIMS_CAP - 1))
-        if (u->dims[i].hash == h && dims_equal(u->dims[i].strs, r)) return u->dims[i].id;
+        if (u->dims[i].hash == h && dims_equal(u->dims[i].strs, f)) return u->dims[i].id;
     int64_t id = -1;
-    for (int k = 0; k < 6; k++) sqlite3_bind_text(u->dim_get, k + 1, field(r, k), -1, SQLITE_STATIC);
+    for (int k = 0; k < 6; k++) sqlite3_bind_text(u->dim_get, k + 1, f[k], -1, SQLITE_STATIC);
     int rc = sqlite3_step(u->dim_get);
     if (rc == SQLITE_ROW) id = sqlite3_column_int64(u->dim_get, 0);
     sqlite3_reset(u->dim_get);
     if (rc != SQLITE_ROW && rc != SQLITE_DONE) return -1;
     if (id < 0) {
-        for (int k = 0; k < 6; k++) sqlite3_bind_text(u->dim_put, k + 1, field(r, k), -1, SQLITE_STATIC);
+        for (int k = 0; k < 6; k++) sqlite3_bind_text(u->dim_put, k + 1, f[k], -1, SQLITE_STATIC);
         rc = sqlite3_step(u->dim_put);
         sqlite3_reset(u->dim_put);
         if (rc != SQLITE_DONE) return -1;
         id = sqlite3_last_insert_rowid(s->db);
     }
-    dims_remember(u, h, r, id);
+    dims_remember(u, h, f, id);
     return id;
 }
 
