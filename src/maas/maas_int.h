@@ -12,6 +12,7 @@
 #include "lib/strmap.h"
 #include "store/store.h"
 #include "maas/maas.h"
+#include "maas/body.h"
 
 #define GX_MAAS_WIN 4          /* windows per kind (e.g. per minute and per day) */
 #define GX_MAAS_MAX_REPLICAS 16
@@ -182,7 +183,7 @@ void gx_maas_sse_free(gx_maas_sse *s);
 /* Usage of a non-streamed answer; 0 when found. */
 int gx_maas_usage_of(const char *body, size_t len, int64_t *prompt, int64_t *completion, int64_t *content_bytes);
 /* A prompt's token estimate from the request (bytes of text / 3, plus per message). */
-int64_t gx_maas_prompt_estimate(const json_t *body);
+int64_t gx_maas_prompt_estimate(const gx_maas_body *b);
 
 /* ---- usage.c: records and metrics ---------------------------------------------------- */
 

@@ -610,15 +610,16 @@ void gx_maas_proxy_answer(gx_maas *m, gx_req *req, gx_resp *resp)
 /* ---- admission ------------------------------------------------------------------------ */
 
 /* The body for the upstream: streamed requests ask for usage. */
-static int upstream_body(call *c, gx_req *req, json_t *b)
+/* The body sent upstream: the client's bytes, except that a stream must report usage
+ * (stream_options.include_usage), which the meter needs and the client may not have
+ * asked for. Only that case needs the tree: *b is parsed here when the scan left it. */
+static int upstream_body(call *c, gx_req *req, const gx_maas_body *bi, json_t **b)
 {
     c->body = req->body;
     c->body_len = req->body_len;
-    if (!c->stream) return 0;
-    json_t *so = json_object_get(b, "stream_options");
-    if (json_is_true(json_object_get(so, "include_usage"))) return 0;
+    if (!c->stream || bi->stream_opts == 1) return 0;
     c->sse.strip_usage = 1;
-    if (!so) { /* insert textually: every other byte of the request stays as sent */
+    if (!bi->stream_opts) { /* insert textually: every other byte of the request stays as sent */
         static const char ins[] = "\"stream_options\":{\"include_usage\":true},";
         const char *brace = memchr(req->body, '{', req->body_len);
         if (!brace) return -1;
@@ -630,9 +631,11 @@ static int upstream_body(call *c, gx_req *req, json_t *b)
         memcpy(c->body + pre + sizeof ins - 1, req->body + pre, req->body_len - pre);
         c->body_len = req->body_len + sizeof ins - 1;
     } else {
+        if (!*b) *b = json_loadb(req->body, req->body_len, JSON_REJECT_DUPLICATES, NULL);
+        json_t *so = json_object_get(*b, "stream_options");
         if (!json_is_object(so)) return -1;
         json_object_set_new(so, "include_usage", json_true());
-        c->body = json_dumps(b, JSON_COMPACT);
+        c->body = json_dumps(*b, JSON_COMPACT);
         if (!c->body) return -1;
         c->body_len = strlen(c->body);
     }
@@ -640,14 +643,14 @@ static int upstream_body(call *c, gx_req *req, json_t *b)
     return 0;
 }
 
-static int64_t cost_of(const gx_maas_tier *t, const json_t *b, const char *endpoint, int64_t prompt)
+/* The worst case a request may spend: its prompt and every completion token it may ask
+ * for (the tier's cap when it names none or more). */
+static int64_t cost_of(const gx_maas_tier *t, const gx_maas_body *b, const char *endpoint, int64_t prompt)
 {
     if (!strcmp(endpoint, "embeddings")) return prompt;
-    const json_t *mt = json_object_get(b, "max_completion_tokens");
-    if (!json_is_integer(mt)) mt = json_object_get(b, "max_tokens");
-    int64_t n = json_is_integer(mt) ? json_integer_value(mt) : 0;
+    int64_t n = b->has_max ? b->max_tokens : 0;
     if (n <= 0 || n > t->max_tokens) n = t->max_tokens;
-    int64_t choices = json_is_integer(json_object_get(b, "n")) ? json_integer_value(json_object_get(b, "n")) : 1;
+    int64_t choices = b->has_n ? b->n : 1;
     if (choices < 1 || choices > 128) choices = 1;
     return prompt + n * choices;
 }
@@ -655,16 +658,21 @@ static int64_t cost_of(const gx_maas_tier *t, const json_t *b, const char *endpo
 void gx_maas_proxy_call(gx_maas *m, gx_req *req, gx_resp *resp, gx_maas_key *key, gx_maas_tier *tier,
                         const char *endpoint)
 {
-    json_error_t je;
-    json_t *b = json_loadb(req->body, req->body_len, JSON_REJECT_DUPLICATES, &je);
-    if (!json_is_object(b)) {
-        gx_maas_oai_error(resp, 400, "invalid_request_error", NULL, "the body must be a JSON object (%s)",
-                          b ? "it is not an object" : je.text);
-        json_decref(b);
-        return;
+    gx_maas_body bi;
+    json_t *b = NULL;
+    if (gx_maas_body_scan(req->body, req->body_len, &bi)) { /* not sure: jansson reads it, or words the error */
+        json_error_t je;
+        b = json_loadb(req->body, req->body_len, JSON_REJECT_DUPLICATES, &je);
+        if (!json_is_object(b)) {
+            gx_maas_oai_error(resp, 400, "invalid_request_error", NULL, "the body must be a JSON object (%s)",
+                              b ? "it is not an object" : je.text);
+            json_decref(b);
+            return;
+        }
+        gx_maas_body_of_json(b, &bi);
     }
-    const char *name = json_string_value(json_object_get(b, "model"));
-    gx_maas_model *md = name ? gx_maas_models_find(m, name) : NULL;
+    const char *name = bi.has_model ? bi.model : NULL;
+    gx_maas_model *md = name && !bi.model_long ? gx_maas_models_find(m, name) : NULL;
     if (!name) {
         gx_maas_oai_error(resp, 400, "invalid_request_error", NULL, "you must provide a model parameter");
         goto out;
@@ -702,9 +710,9 @@ void gx_maas_proxy_call(gx_maas *m, gx_req *req, gx_resp *resp, gx_maas_key *key
     c->rep = rep;
     c->t0 = gx_maas_mono();
     gx_strcpy_cut(c->endpoint, sizeof c->endpoint, endpoint);
-    c->stream = json_is_true(json_object_get(b, "stream")) && strcmp(endpoint, "embeddings");
-    c->prompt_est = gx_maas_prompt_estimate(b);
-    c->reserved = cost_of(tier, b, endpoint, c->prompt_est);
+    c->stream = bi.stream && strcmp(endpoint, "embeddings");
+    c->prompt_est = gx_maas_prompt_estimate(&bi);
+    c->reserved = cost_of(tier, &bi, endpoint, c->prompt_est);
     if (gx_maas_admit(tier, &key->bucket, c->reserved, now, &c->v)) {
         gx_maas_usage_limited(m->usage, md->name, tier->name);
         gx_maas_oai_error(resp, 429, c->v.result == GX_MAAS_LIM_TOKENS || c->v.result == GX_MAAS_LIM_TOO_BIG
@@ -719,7 +727,7 @@ void gx_maas_proxy_call(gx_maas *m, gx_req *req, gx_resp *resp, gx_maas_key *key
     if (c->next) c->next->prev = c;
     m->proxy->calls = c;
     m->proxy->ncalls++;
-    if (upstream_body(c, req, b) || start(c)) {
+    if (upstream_body(c, req, &bi, &b) || start(c)) {
         gx_maas_settle(tier, &key->bucket, c->reserved, 0, 1, now);
         gx_maas_oai_error(resp, 500, "api_error", NULL, "cannot forward the request");
         free_call(c);

@@ -275,26 +275,9 @@ int gx_maas_usage_of(const char *body, size_t len, int64_t *prompt, int64_t *com
     return rc;
 }
 
-static int64_t text_bytes(const json_t *v, int depth)
-{
-    if (depth > 16) return 0;
-    if (json_is_string(v)) return (int64_t)json_string_length(v);
-    if (json_is_integer(v)) return 3; /* a token id counts as one token */
-    int64_t n = 0;
-    size_t i;
-    const char *k;
-    json_t *x;
-    if (json_is_array(v)) json_array_foreach((json_t *)v, i, x) n += text_bytes(x, depth + 1);
-    else if (json_is_object(v)) json_object_foreach((json_t *)v, k, x) n += text_bytes(x, depth + 1);
-    return n;
-}
-
-int64_t gx_maas_prompt_estimate(const json_t *body)
+int64_t gx_maas_prompt_estimate(const gx_maas_body *b)
 {
     /* ~4 bytes per token in English BPE vocabularies; /3 errs high, which is the safe
      * side for a reservation (it is settled with the real count afterwards). */
-    const json_t *msgs = json_object_get(body, "messages");
-    int64_t n = text_bytes(msgs, 0) + text_bytes(json_object_get(body, "prompt"), 0) +
-                text_bytes(json_object_get(body, "input"), 0);
-    return n / 3 + 4 * (int64_t)json_array_size(msgs) + 1;
+    return b->text_bytes / 3 + 4 * b->messages + 1;
 }

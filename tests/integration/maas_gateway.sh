@@ -147,6 +147,9 @@ expect_eq "...usage was asked of the upstream" "$(stats .lastIncludeUsage)" 1
 expect_eq "...but not shown to a client that did not ask" "$(grep -c '"usage":{' <<<"$s")" 0
 s=$(v1 "$GOLD" chat/completions -N -d "$(chat fake-model 'stream me' 3 ',"stream":true,"stream_options":{"include_usage":true}')")
 expect_eq "stream with include_usage gets the usage chunk" "$(grep '"choices":\[\]' <<<"$s" | grep -c '"completion_tokens":3')" 1
+s=$(v1 "$GOLD" chat/completions -N -d "$(chat fake-model 'stream me' 3 ',"stream":true,"stream_options":{"include_usage":false}')")
+expect_eq "stream_options without include_usage: usage asked of the upstream" "$(stats .lastIncludeUsage)" 1
+expect_eq "...not shown to the client, and every chunk delivered" "$(grep -c '"usage":{' <<<"$s") $(grep -c '"content":"tok' <<<"$s")" "0 3"
 s=$(v1 "$GOLD" chat/completions -N -d "$(chat fake-model 'USAGEINLAST here' 4 ',"stream":true')")
 expect_eq "usage riding on the last content chunk is hidden" "$(grep -c '"usage":{' <<<"$s")" 0
 expect_eq "...and that chunk still delivered" "$(grep -c '"content":"tok3 "' <<<"$s")" 1
@@ -176,6 +179,15 @@ out=$(v1 "$GOLD" chat/completions -d "$(chat private-model "$big")")
 expect_eq "body over the model's limit 413" "$(status_of "$out") $(body_of "$out" | jq -r .error.type)" "413 invalid_request_error"
 out=$(v1 "$GOLD" chat/completions -d '{"messages":[]}')
 expect_eq "no model 400" "$(status_of "$out")" 400
+out=$(v1 "$GOLD" chat/completions -d '{"model":"fake-model","messages":[],}')
+expect_eq "invalid JSON 400, in jansson's words" "$(status_of "$out") $(body_of "$out" | jq -r .error.message)" \
+  "400 the body must be a JSON object (string or '}' expected near '}')"
+out=$(v1 "$GOLD" chat/completions -d '{"model":"fake-model","model":"private-model","messages":[]}')
+expect_eq "a duplicate key 400 (routing and upstream could read different models)" "$(status_of "$out")" 400
+out=$(v1 "$GOLD" chat/completions -d '{"model":"fake\u002dmodel","messages":[{"role":"user","content":"caf\u00e9 \u4e2d"}],"max_tokens":2}')
+expect_eq "an escaped model name is unescaped before routing" "$(status_of "$out")" 200
+out=$(v1 "$GOLD" chat/completions -d "$(chat fake-model 'café 中文 😀' 2)")
+expect_eq "UTF-8 text passes" "$(status_of "$out")" 200
 out=$(v1 "$GOLD" chat/completions -d "$(chat fake-model 'FAIL500 now')")
 expect_eq "upstream 500 passed on" "$(status_of "$out")" 500
 expect_eq "...in OpenAI's envelope (vLLM's old format wrapped)" "$(body_of "$out" | jq -r .error.message)" "fake failure"

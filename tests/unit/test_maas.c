@@ -256,9 +256,10 @@ Test(maas_sse, plain_usage_and_estimates)
     const char *cut = "{\"usage\":{\"prompt_tokens\":7";
     p = c = -1;
     cr_assert_eq(gx_maas_usage_of(cut, strlen(cut), &p, &c, &bytes), -1);
-    json_t *req = json_loads("{\"messages\":[{\"role\":\"user\",\"content\":\"123456789012\"}]}", 0, NULL);
-    cr_assert_eq(gx_maas_prompt_estimate(req), 12 / 3 + 4 + 4 / 3 + 1); /* "user" counts too */
-    json_decref(req);
+    const char *req = "{\"messages\":[{\"role\":\"user\",\"content\":\"123456789012\"}]}";
+    gx_maas_body bi;
+    cr_assert_eq(gx_maas_body_scan(req, strlen(req), &bi), 0);
+    cr_assert_eq(gx_maas_prompt_estimate(&bi), 12 / 3 + 4 + 4 / 3 + 1); /* "user" counts too */
 }
 
 Test(maas_models, validation)
