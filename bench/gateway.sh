@@ -3,7 +3,8 @@
 # same run. Upstream: build/fake-openai (stands in for vLLM; no GPU or model here).
 #  1. small non-streamed chat completions, 64 connections, wrk (Debian's), D seconds each:
 #     upstream directly, through nginx (proxy_pass, 1 worker, upstream keep-alive) and
-#     through gpuaas with auth, limits and usage metering on. req/s, p50, p99, ratios.
+#     through gpuaas with auth, limits and usage metering on. req/s, p50, p99, each
+#     proxy's CPU per request (from /proc), ratios.
 #     ROUNDS (default 3) rounds alternate the three, and the medians are compared, so that
 #     load from elsewhere on a shared machine falls on all three alike.
 #  2. the same at 2 connections (nothing queues): the latency each proxy adds to a request,
@@ -94,16 +95,25 @@ L
 # run NAME URL -> "req/s p50_ms p99_ms"
 ms() { awk '{v=$1; if (v ~ /us$/) {sub(/us/,"",v); v/=1000} else if (v ~ /ms$/) {sub(/ms/,"",v)} else if (v ~ /s$/) {sub(/s/,"",v); v*=1000}; printf "%.3f", v}'; }
 C=64
+ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }   # user + system CPU, in 1/100 s
+# run NAME URL [PID] -> "req/s p50_ms p99_ms cpu_us": cpu_us is PID's CPU per request
 run() {
   wrk -t1 -c$C -d1s -s "${SCRIPT:-$TMP/post.lua}" "$2" >/dev/null 2>&1   # warm-up
+  local t0=0 t1=0; [[ -n ${3:-} ]] && t0=$(ticks "$3")
   local out; out=$(wrk -t1 -c$C -d"${D}s" --latency -s "${SCRIPT:-$TMP/post.lua}" "$2")
-  local rps p50 p99 errs
+  [[ -n ${3:-} ]] && t1=$(ticks "$3")
+  local rps p50 p99 errs n cpu
   rps=$(awk '/Requests\/sec/{print $2}' <<<"$out")
   p50=$(awk '$1=="50%"{print $2}' <<<"$out" | ms); p99=$(awk '$1=="99%"{print $2}' <<<"$out" | ms)
   errs=$(awk '/Non-2xx/{print $5}' <<<"$out"); errs=${errs:-0}
-  printf "  %-28s %10.0f req/s   p50 %7.3f ms   p99 %7.3f ms   non-2xx %s\n" "$1" "$rps" "$p50" "$p99" "$errs" >&2
-  echo "$rps $p50 $p99"
+  n=$(awk '/requests in/{print $1}' <<<"$out")
+  cpu=$(awk -v a="$t0" -v b="$t1" -v n="$n" 'BEGIN{printf "%.1f", n ? (b - a) * 10000 / n : 0}')
+  printf "  %-28s %10.0f req/s   p50 %7.3f ms   p99 %7.3f ms   non-2xx %s%s\n" "$1" "$rps" "$p50" "$p99" "$errs" \
+    "$([[ -n ${3:-} ]] && echo "   proxy CPU $cpu us/req")" >&2
+  echo "$rps $p50 $p99 $cpu"
 }
+NGINX_PID=$(pgrep -P "$(cat "$TMP/nginx.pid")" | head -1 || true)   # the worker
+NGINX_PID=${NGINX_PID:-$(cat "$TMP/nginx.pid")}
 R=${ROUNDS:-3}
 echo "gateway benchmark: $(nproc) CPUs, wrk -t1 -c64 -d${D}s, small non-streamed chat completions, $R rounds"
 median() { sort -n | awk '{v[NR]=$1} END{print v[int((NR+1)/2)]}'; }
@@ -111,20 +121,22 @@ median() { sort -n | awk '{v[NR]=$1} END{print v[int((NR+1)/2)]}'; }
 for r in $(seq 1 "$R"); do
   echo " round $r"
   run "upstream directly" "http://127.0.0.1:$UP/v1/chat/completions" >>"$TMP/d"
-  run "nginx proxy_pass" "http://127.0.0.1:$NGP/v1/chat/completions" >>"$TMP/n"
-  run "gpuaas (auth+limits+meter)" "$GW/v1/chat/completions" >>"$TMP/g"
+  run "nginx proxy_pass" "http://127.0.0.1:$NGP/v1/chat/completions" "$NGINX_PID" >>"$TMP/n"
+  run "gpuaas (auth+limits+meter)" "$GW/v1/chat/completions" "$GPID" >>"$TMP/g"
 done
 for k in d n g; do
   read -r "${k}_rps" < <(awk '{print $1}' "$TMP/$k" | median)
   read -r "${k}_p50" < <(awk '{print $2}' "$TMP/$k" | median)
   read -r "${k}_p99" < <(awk '{print $3}' "$TMP/$k" | median)
+  read -r "${k}_cpu" < <(awk '{print $4}' "$TMP/$k" | median)
 done
 echo " medians"
 printf "  %-28s %10.0f req/s   p50 %7.3f ms   p99 %7.3f ms\n" "upstream directly" "$d_rps" "$d_p50" "$d_p99"
 printf "  %-28s %10.0f req/s   p50 %7.3f ms   p99 %7.3f ms\n" "nginx proxy_pass" "$n_rps" "$n_p50" "$n_p99"
 printf "  %-28s %10.0f req/s   p50 %7.3f ms   p99 %7.3f ms\n" "gpuaas (auth+limits+meter)" "$g_rps" "$g_p50" "$g_p99"
-awk -v g="$g_rps" -v n="$n_rps" -v d="$d_rps" -v gp="$g_p99" -v np="$n_p99" -v dp="$d_p99" 'BEGIN{
+awk -v g="$g_rps" -v n="$n_rps" -v d="$d_rps" -v gp="$g_p99" -v np="$n_p99" -v dp="$d_p99" -v gc="$g_cpu" -v nc="$n_cpu" 'BEGIN{
   printf "  throughput ratio gpuaas/nginx: %.2f   gpuaas/direct: %.2f\n", g/n, g/d;
+  printf "  proxy CPU per request: gpuaas %.1f us, nginx %.1f us (ratio %.2f; less noisy than req/s on a shared machine)\n", gc, nc, gc/nc;
   printf "  added p99 over direct: gpuaas %.3f ms, nginx %.3f ms\n", gp-dp, np-dp }'
 
 # At 64 connections every proxy is saturated and its latency is mostly queueing (Little's
@@ -132,9 +144,9 @@ awk -v g="$g_rps" -v n="$n_rps" -v d="$d_rps" -v gp="$g_p99" -v np="$n_p99" -v d
 # is what the proxy adds to one request.
 C=2
 echo "unsaturated: wrk -t1 -c2 -d${D}s (what each proxy adds to a request when nothing queues)"
-read -r _ d2_p50 d2_p99 < <(run "upstream directly" "http://127.0.0.1:$UP/v1/chat/completions")
-read -r _ n2_p50 n2_p99 < <(run "nginx proxy_pass" "http://127.0.0.1:$NGP/v1/chat/completions")
-read -r _ g2_p50 g2_p99 < <(run "gpuaas (auth+limits+meter)" "$GW/v1/chat/completions")
+read -r _ d2_p50 d2_p99 _ < <(run "upstream directly" "http://127.0.0.1:$UP/v1/chat/completions")
+read -r _ n2_p50 n2_p99 _ < <(run "nginx proxy_pass" "http://127.0.0.1:$NGP/v1/chat/completions")
+read -r _ g2_p50 g2_p99 _ < <(run "gpuaas (auth+limits+meter)" "$GW/v1/chat/completions")
 awk -v g5="$g2_p50" -v n5="$n2_p50" -v d5="$d2_p50" -v g="$g2_p99" -v n="$n2_p99" -v d="$d2_p99" 'BEGIN{
   printf "  added p50 over direct: gpuaas %.3f ms, nginx %.3f ms\n", g5-d5, n5-d5;
   printf "  added p99 over direct: gpuaas %.3f ms, nginx %.3f ms\n", g-d, n-d }'
@@ -162,7 +174,7 @@ awk -v g5="$gr_p50" -v n5="$nr_p50" -v d5="$dr_p50" -v g="$gr_p99" -v n="$nr_p99
   printf "  medians: added p50 over direct: gpuaas %.3f ms, nginx %.3f ms\n", g5-d5, n5-d5;
   printf "  medians: added p99 over direct: gpuaas %.3f ms, nginx %.3f ms\n", g-d, n-d }'
 
-cpu() { awk '{print ($14+$15)/100}' "/proc/$1/stat"; }
+cpu() { echo "$(ticks "$1") / 100" | bc -l; }
 streams() {  # NAME URL AUTH -> complete count and CPU seconds of PID
   local name=$1 url=$2 pid=$3 c0 c1 t0 t1
   set +e
@@ -187,6 +199,5 @@ streams() {  # NAME URL AUTH -> complete count and CPU seconds of PID
     "$(echo "$t1 - $t0" | bc)" "$(echo "$c1 - $c0" | bc)"
 }
 echo "$N concurrent streams (40 chunks, 50 ms apart) through each proxy"
-NGINX_PID=$(pgrep -P "$(cat "$TMP/nginx.pid")" | head -1 || true)   # the worker
-streams "nginx" "http://127.0.0.1:$NGP/v1/chat/completions" "${NGINX_PID:-$(cat "$TMP/nginx.pid")}"
+streams "nginx" "http://127.0.0.1:$NGP/v1/chat/completions" "$NGINX_PID"
 streams "gpuaas" "$GW/v1/chat/completions" "$GPID"
