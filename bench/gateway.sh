@@ -12,7 +12,8 @@
 #  3. N concurrent streams (40 tokens, 50 ms apart) through nginx and through gpuaas:
 #     how many complete, and the proxy's CPU seconds.
 # Prints figures only; never fails on time.
-# Usage: [ROUNDS=3] [RATE=10000] bench/gateway.sh [SECONDS=5] [STREAMS=1000]   (needs wrk and nginx-light)
+# PIN=1 adds the 64-connection rounds with each proxy on a core of its own.
+# Usage: [ROUNDS=3] [RATE=10000] [PIN=1] bench/gateway.sh [SECONDS=5] [STREAMS=1000]   (needs wrk and nginx-light)
 set -euo pipefail
 D=${1:-5}
 N=${2:-1000}
@@ -95,12 +96,13 @@ L
 # run NAME URL -> "req/s p50_ms p99_ms"
 ms() { awk '{v=$1; if (v ~ /us$/) {sub(/us/,"",v); v/=1000} else if (v ~ /ms$/) {sub(/ms/,"",v)} else if (v ~ /s$/) {sub(/s/,"",v); v*=1000}; printf "%.3f", v}'; }
 C=64
+WRK=wrk
 ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }   # user + system CPU, in 1/100 s
 # run NAME URL [PID] -> "req/s p50_ms p99_ms cpu_us": cpu_us is PID's CPU per request
 run() {
-  wrk -t1 -c$C -d1s -s "${SCRIPT:-$TMP/post.lua}" "$2" >/dev/null 2>&1   # warm-up
+  $WRK -t1 -c$C -d1s -s "${SCRIPT:-$TMP/post.lua}" "$2" >/dev/null 2>&1   # warm-up
   local t0=0 t1=0; [[ -n ${3:-} ]] && t0=$(ticks "$3")
-  local out; out=$(wrk -t1 -c$C -d"${D}s" --latency -s "${SCRIPT:-$TMP/post.lua}" "$2")
+  local out; out=$($WRK -t1 -c$C -d"${D}s" --latency -s "${SCRIPT:-$TMP/post.lua}" "$2")
   [[ -n ${3:-} ]] && t1=$(ticks "$3")
   local rps p50 p99 errs n cpu
   rps=$(awk '/Requests\/sec/{print $2}' <<<"$out")
@@ -173,6 +175,34 @@ done
 awk -v g5="$gr_p50" -v n5="$nr_p50" -v d5="$dr_p50" -v g="$gr_p99" -v n="$nr_p99" -v d="$dr_p99" 'BEGIN{
   printf "  medians: added p50 over direct: gpuaas %.3f ms, nginx %.3f ms\n", g5-d5, n5-d5;
   printf "  medians: added p99 over direct: gpuaas %.3f ms, nginx %.3f ms\n", g-d, n-d }'
+
+# PIN=1: the 64-connection rounds again with each proxy on a core of its own (CPU 1) and
+# wrk and the upstream on CPU 0, as a gateway host would give it cores; the proxy's CPU
+# is then its own limit, not its turn beside the load generator.
+if [[ ${PIN:-0} == 1 ]] && (($(nproc) >= 2)) && command -v taskset >/dev/null; then
+  C=64
+  WRK="taskset -c 0 wrk"
+  taskset -a -p -c 0 "${PIDS[0]}" >/dev/null
+  for p in "$NGINX_PID" "$GPID"; do taskset -a -p -c 1 "$p" >/dev/null; done
+  echo "pinned: each proxy alone on CPU 1, wrk and the upstream on CPU 0, 64 connections, $R rounds"
+  : >"$TMP/dp"; : >"$TMP/np"; : >"$TMP/gp"
+  for r in $(seq 1 "$R"); do
+    run "upstream directly" "http://127.0.0.1:$UP/v1/chat/completions" >>"$TMP/dp"
+    run "nginx proxy_pass" "http://127.0.0.1:$NGP/v1/chat/completions" "$NGINX_PID" >>"$TMP/np"
+    run "gpuaas (auth+limits+meter)" "$GW/v1/chat/completions" "$GPID" >>"$TMP/gp"
+  done
+  for k in dp np gp; do
+    read -r "${k}_rps" < <(awk '{print $1}' "$TMP/$k" | median)
+    read -r "${k}_p99" < <(awk '{print $3}' "$TMP/$k" | median)
+    read -r "${k}_cpu" < <(awk '{print $4}' "$TMP/$k" | median)
+  done
+  awk -v g="$gp_rps" -v n="$np_rps" -v d="$dp_rps" -v gp="$gp_p99" -v np="$np_p99" -v dp="$dp_p99" -v gc="$gp_cpu" -v nc="$np_cpu" 'BEGIN{
+    printf "  medians: req/s direct %.0f, nginx %.0f, gpuaas %.0f (gpuaas/nginx %.2f); proxy CPU %.1f against %.1f us/req\n", d, n, g, g/n, gc, nc;
+    printf "  medians: added p99 over direct: gpuaas %.3f ms, nginx %.3f ms\n", gp-dp, np-dp }'
+  all=0-$(($(nproc) - 1))
+  WRK=wrk
+  for p in "${PIDS[0]}" "$NGINX_PID" "$GPID"; do taskset -a -p -c "$all" "$p" >/dev/null; done
+fi
 
 cpu() { echo "$(ticks "$1") / 100" | bc -l; }
 streams() {  # NAME URL AUTH -> complete count and CPU seconds of PID
