@@ -5,10 +5,11 @@
  * and OpenTelemetry GenAI's token usage, time to first token and duration histograms,
  * labelled by model and tier.
  * Also owns saving the rate-limit windows (src/store/ratelimit.c): the changed buckets
- * of keys and tiers are written from the tick at most once a second (one transaction)
- * and at shutdown, and read back at start, so a restart does not reset budgets.
- * Must not: touch SQLite on the request path: a request appends to memory; the loop's
- * tick writes the batch (one transaction) every 200 ms. */
+ * of keys and tiers are handed to the store's writer thread from the tick at most once
+ * a second and at shutdown, and read back at start, so a restart does not reset budgets.
+ * Must not: touch SQLite on the request path: a request appends to memory; every 20 ms
+ * the loop's tick copies the records into the store's queue, and the store's background
+ * thread writes them (src/store/background.c). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -213,7 +214,7 @@ void gx_maas_windows_flush(gx_maas *m, int64_t now, int force)
     }
     gx_err e;
     gx_err_clear(&e);
-    if (gx_store_put_rate_windows(u->st, w.r, w.n, &e)) {
+    if (gx_store_queue_rate_windows(u->st, w.r, w.n, &e)) {
         u->win_failed++;
         fprintf(stderr, "gpuaas: gateway: saving %zu rate-limit windows failed (will retry): %s\n", w.n, e.msg);
     } else {
@@ -307,11 +308,14 @@ char *gx_maas_usage_metrics(gx_maas_usage *u, char *text)
     gx_sbuf_printf(&o, "# HELP gpuaas_gateway_rate_limit_buckets_unsaved Keys and tiers whose rate-limit windows "
             "changed since the last save (saved each second)\n# TYPE gpuaas_gateway_rate_limit_buckets_unsaved gauge\n"
             "gpuaas_gateway_rate_limit_buckets_unsaved %zu\n", unsaved(u->m));
-    gx_sbuf_printf(&o, "# HELP gpuaas_gateway_rate_limit_windows_saved_total Rate-limit windows written to the store\n"
+    gx_sbuf_printf(&o, "# HELP gpuaas_gateway_rate_limit_windows_saved_total Rate-limit windows handed to the store's writer\n"
             "# TYPE gpuaas_gateway_rate_limit_windows_saved_total counter\ngpuaas_gateway_rate_limit_windows_saved_total %llu\n"
             "# HELP gpuaas_gateway_rate_limit_save_failures_total Failed saves of rate-limit windows (retried)\n"
             "# TYPE gpuaas_gateway_rate_limit_save_failures_total counter\ngpuaas_gateway_rate_limit_save_failures_total %llu\n",
             (unsigned long long)u->win_saved, (unsigned long long)u->win_failed);
+    gx_sbuf_printf(&o, "# HELP gpuaas_store_rows_pending Usage records and rate-limit windows queued for the store's "
+            "writer thread, not yet committed\n# TYPE gpuaas_store_rows_pending gauge\ngpuaas_store_rows_pending %zu\n",
+            gx_store_pending(u->st));
     gx_sbuf_printf(&o, "# HELP gpuaas_gateway_usage_records_dropped_total Usage records dropped (store unavailable)\n"
             "# TYPE gpuaas_gateway_usage_records_dropped_total counter\ngpuaas_gateway_usage_records_dropped_total %llu\n",
         (unsigned long long)u->dropped);

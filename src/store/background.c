@@ -1,10 +1,14 @@
 /* store/background: the store's one thread, with its own SQLite connection.
- * Owns: the queue of usage rows waiting to be written, and WAL checkpoints.
+ * Owns: the queue of metering rows waiting to be written (usage records, and the
+ * gateway's rate-limit windows), and WAL checkpoints.
  * Why a thread: the gateway meters every request, and at tens of thousands of requests
  * a second a 200 ms batch is thousands of rows, several milliseconds of inserts; on the
  * event loop that time is added to every request in flight (it was most of the
  * gateway's p99). A checkpoint fsyncs the database file, which is worse. Here both
- * happen beside the loop; the loop only copies rows into the queue.
+ * happen beside the loop; the loop only copies rows into the queue. The rate-limit
+ * windows of every key used in the last second are saved each second: thousands of
+ * rows when thousands of keys are busy, so they take the same way, in the same queue
+ * (a later save of a window lands after an earlier one).
  * Must not: touch the main connection, or take signals (the loop reads them from a
  * signalfd, and a process-directed signal goes to any thread that does not block it).
  * Rows that fail to be written stay queued and are retried each second; past
@@ -18,6 +22,7 @@
 #include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
+#include "store/ratelimit.h"
 #include "store/store_int.h"
 
 #define MAX_QUEUED (1u << 18)    /* rows, ~200 bytes each with their strings */
@@ -25,7 +30,8 @@
 typedef struct batch {
     struct batch *next;
     size_t n;
-    gx_store_usage *rows;        /* points into the same allocation as the strings */
+    gx_store_usage *rows;        /* usage rows, or NULL; into the same allocation as the strings */
+    gx_store_rate_window *wins;  /* or rate-limit windows */
 } batch;
 
 typedef struct gx_store_bg gx_store_bg;
@@ -35,6 +41,7 @@ struct gx_store_bg {
     pthread_cond_t wake, idle;
     int stop, busy;
     unsigned long started, finished;   /* write passes, for sync to wait on its own */
+    size_t writing;              /* rows the running pass took from the queue */
     batch *head, *tail;
     size_t queued;
     gx_store conn;               /* the thread's own connection, with its usage statements */
@@ -52,6 +59,7 @@ static batch *copy_batch(const gx_store_usage *rows, size_t n)
     if (!b) return NULL;
     b->next = NULL;
     b->n = n;
+    b->wins = NULL;
     b->rows = (gx_store_usage *)(b + 1);
     char *p = (char *)(b->rows + n);
     for (size_t i = 0; i < n; i++) {
@@ -68,21 +76,53 @@ static batch *copy_batch(const gx_store_usage *rows, size_t n)
     return b;
 }
 
+/* The same for windows: three strings a row. */
+static batch *copy_windows(const gx_store_rate_window *rows, size_t n)
+{
+    size_t bytes = sizeof(batch) + n * sizeof(gx_store_rate_window);
+    for (size_t i = 0; i < n; i++)
+        bytes += strlen(rows[i].scope) + strlen(rows[i].name) + strlen(rows[i].kind) + 3;
+    batch *b = malloc(bytes);
+    if (!b) return NULL;
+    b->next = NULL;
+    b->n = n;
+    b->rows = NULL;
+    b->wins = (gx_store_rate_window *)(b + 1);
+    char *p = (char *)(b->wins + n);
+    for (size_t i = 0; i < n; i++) {
+        gx_store_rate_window *r = &b->wins[i];
+        *r = rows[i];
+        const char **f[] = {&r->scope, &r->name, &r->kind};
+        for (int k = 0; k < 3; k++) {
+            size_t len = strlen(*f[k]) + 1;
+            memcpy(p, *f[k], len);
+            *f[k] = p;
+            p += len;
+        }
+    }
+    return b;
+}
+
+static const char *what(const batch *b) { return b->rows ? "usage records" : "rate-limit windows"; }
+
 /* Writes what is queued, in order; a batch that fails goes back to the front with
  * those after it. Called and returns with mu held. Returns how many rows failed. */
 static size_t write_queue(gx_store_bg *bg)
 {
     batch *list = bg->head;
     bg->head = bg->tail = NULL;
-    for (batch *b = list; b; b = b->next) bg->queued -= b->n;
+    bg->writing = 0;
+    for (batch *b = list; b; b = b->next) bg->queued -= b->n, bg->writing += b->n;
     bg->busy = 1;
     bg->started++;
     pthread_mutex_unlock(&bg->mu);
     while (list) {
         gx_err e;
         gx_err_clear(&e);
-        if (gx_store_put_usage(&bg->conn, list->rows, list->n, &e)) {
-            fprintf(stderr, "gpuaas: store: writing %zu usage records failed (will retry): %s\n", list->n, e.msg);
+        int rc = list->rows ? gx_store_put_usage(&bg->conn, list->rows, list->n, &e)
+                            : gx_store_put_rate_windows(&bg->conn, list->wins, list->n, &e);
+        if (rc) {
+            fprintf(stderr, "gpuaas: store: writing %zu %s failed (will retry): %s\n", list->n, what(list), e.msg);
             break;
         }
         batch *done = list;
@@ -100,6 +140,7 @@ static size_t write_queue(gx_store_bg *bg)
         bg->queued += failed;
     }
     bg->busy = 0;
+    bg->writing = 0;
     bg->finished++;
     pthread_cond_broadcast(&bg->idle);
     return failed;
@@ -139,7 +180,7 @@ static void *bg_main(void *arg)
     }
     for (batch *b = bg->head; b;) {
         batch *next = b->next;
-        fprintf(stderr, "gpuaas: store: %zu usage records not written at shutdown\n", b->n);
+        fprintf(stderr, "gpuaas: store: %zu %s not written at shutdown\n", b->n, what(b));
         free(b);
         b = next;
     }
@@ -198,28 +239,48 @@ void gx_store_bg_stop(gx_store_bg *bg)
     free(bg);
 }
 
-int gx_store_bg_usage(gx_store_bg *bg, const gx_store_usage *rows, size_t n)
+/* Appends a batch (NULL: out of memory), dropping the oldest batches while the queue
+ * is over its bound. */
+static int enqueue(gx_store_bg *bg, batch *b)
 {
-    if (!bg) return -1;
-    if (!n) return 0;
-    batch *b = copy_batch(rows, n);
     if (!b) return -1;
     pthread_mutex_lock(&bg->mu);
-    while (bg->queued + n > MAX_QUEUED && bg->head) {   /* the disk is stuck: keep serving */
+    while (bg->queued + b->n > MAX_QUEUED && bg->head) {   /* the disk is stuck: keep serving */
         batch *old = bg->head;
         bg->head = old->next;
         if (!bg->head) bg->tail = NULL;
         bg->queued -= old->n;
-        fprintf(stderr, "gpuaas: store: %zu usage records dropped (the queue is full)\n", old->n);
+        fprintf(stderr, "gpuaas: store: %zu %s dropped (the queue is full)\n", old->n, what(old));
         free(old);
     }
     if (bg->tail) bg->tail->next = b;
     else bg->head = b;
     bg->tail = b;
-    bg->queued += n;
+    bg->queued += b->n;
     pthread_cond_signal(&bg->wake);
     pthread_mutex_unlock(&bg->mu);
     return 0;
+}
+
+int gx_store_bg_usage(gx_store_bg *bg, const gx_store_usage *rows, size_t n)
+{
+    if (!bg) return -1;
+    return n ? enqueue(bg, copy_batch(rows, n)) : 0;
+}
+
+int gx_store_bg_windows(gx_store_bg *bg, const gx_store_rate_window *rows, size_t n)
+{
+    if (!bg) return -1;
+    return n ? enqueue(bg, copy_windows(rows, n)) : 0;
+}
+
+size_t gx_store_bg_pending(gx_store_bg *bg)
+{
+    if (!bg) return 0;
+    pthread_mutex_lock(&bg->mu);
+    size_t n = bg->queued + bg->writing;
+    pthread_mutex_unlock(&bg->mu);
+    return n;
 }
 
 /* Waits for one write pass that takes every row queued now: the running pass if the

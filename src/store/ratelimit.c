@@ -43,6 +43,12 @@ int gx_store_put_rate_windows(gx_store *s, const gx_store_rate_window *rows, siz
     return 0;
 }
 
+int gx_store_queue_rate_windows(gx_store *s, const gx_store_rate_window *rows, size_t n, gx_err *err)
+{
+    if (gx_store_bg_windows(s->bg, rows, n) == 0) return 0;
+    return gx_store_put_rate_windows(s, rows, n, err);
+}
+
 json_t *gx_store_rate_windows(gx_store *s, int64_t now_ms, gx_err *err)
 {
     if (gx_store_run(s, err, "DELETE FROM rate_windows WHERE start_ms + window_ms <= ?1", "i", now_ms)) return NULL;

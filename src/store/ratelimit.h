@@ -1,8 +1,9 @@
 /* store/ratelimit: the gateway's rate-limit windows, saved so that a restart does not
  * hand every key and tier a fresh budget (table rate_windows, migration 5).
  * Owns: the statements on rate_windows.
- * Must not: be called on the gateway's request path: src/maas writes changed windows
- * in batches from its tick and at shutdown, and reads them once at start. */
+ * Must not: be called on the gateway's request path: src/maas queues changed windows
+ * each second and at shutdown (the store's background thread writes them), and reads
+ * them once at start. */
 #ifndef GX_STORE_RATELIMIT_H
 #define GX_STORE_RATELIMIT_H
 #include <stddef.h>
@@ -20,6 +21,9 @@ typedef struct gx_store_rate_window {
 
 /* Insert or replace n windows in one transaction (all or nothing). */
 int gx_store_put_rate_windows(gx_store *s, const gx_store_rate_window *rows, size_t n, gx_err *err);
+/* Hand n windows to the store's background writer (they are copied), which writes them
+ * in order with the usage rows; written here and now when the store has no writer. */
+int gx_store_queue_rate_windows(gx_store *s, const gx_store_rate_window *rows, size_t n, gx_err *err);
 /* Windows still open at now_ms (start_ms + window_ms > now_ms), as
  * [{"scope","name","kind","windowMs","startMs","used"}]; the ended ones are deleted. */
 json_t *gx_store_rate_windows(gx_store *s, int64_t now_ms, gx_err *err);

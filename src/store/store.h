@@ -73,6 +73,9 @@ int gx_store_put_usage(gx_store *s, const gx_store_usage *rows, size_t n, gx_err
  * the thread could not start. gx_store_sync_usage waits until the queue is written. */
 int gx_store_queue_usage(gx_store *s, const gx_store_usage *rows, size_t n, gx_err *err);
 void gx_store_sync_usage(gx_store *s);
+/* Rows (usage records, rate-limit windows) handed to the writer thread and not yet
+ * committed: what a kill -9 now would lose. */
+size_t gx_store_pending(gx_store *s);
 /* Totals per group_by (key, user, namespace, model, tier) since since_ms, of one user
  * (NULL: everyone): [{"group","requests","promptTokens","completionTokens","totalTokens",
  * "estimatedRequests","errors"}]. */

@@ -37,7 +37,12 @@ struct gx_store_bg *gx_store_bg_start(const char *path);
 void gx_store_bg_stop(struct gx_store_bg *bg);
 /* Queue a copy of rows; 0, or -1 when there is no thread (write them inline). */
 int gx_store_bg_usage(struct gx_store_bg *bg, const gx_store_usage *rows, size_t n);
+/* The same for rate-limit windows (store/ratelimit.h), in the same queue. */
+struct gx_store_rate_window;
+int gx_store_bg_windows(struct gx_store_bg *bg, const struct gx_store_rate_window *rows, size_t n);
 /* Wait until every queued row is committed (or has failed and been reported). */
 void gx_store_bg_sync(struct gx_store_bg *bg);
+/* Rows queued or being written, not yet committed. */
+size_t gx_store_bg_pending(struct gx_store_bg *bg);
 
 #endif

@@ -212,6 +212,8 @@ int gx_store_queue_usage(gx_store *s, const gx_store_usage *rows, size_t n, gx_e
 
 void gx_store_sync_usage(gx_store *s) { gx_store_bg_sync(s->bg); }
 
+size_t gx_store_pending(gx_store *s) { return gx_store_bg_pending(s->bg); }
+
 json_t *gx_store_usage_summary(gx_store *s, const char *group_by, int64_t since_ms, const char *user, gx_err *err)
 {
     static const struct { const char *name, *col; } groups[] = {

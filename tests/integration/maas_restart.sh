@@ -52,7 +52,8 @@ spend() {
   curl -s -D - -o /dev/null -H "Authorization: Bearer $1" -d "$BODY" "$GPUAAS_SERVER/v1/chat/completions" | tr -d '\r' |
     awk -F': ' 'NR==1{s=$0; sub(/^HTTP\/[0-9.]+ /,"",s); sub(/ .*/,"",s)} tolower($1)=="x-ratelimit-remaining-tokens"{r=$2} END{print s, r}'
 }
-unsaved() { curl -s "$GPUAAS_SERVER/metrics" | awk '$1=="gpuaas_gateway_rate_limit_buckets_unsaved"{print $2}'; }
+# unsaved: buckets not yet handed to the store, plus rows the store's writer has not committed
+unsaved() { curl -s "$GPUAAS_SERVER/metrics" | awk '$1=="gpuaas_gateway_rate_limit_buckets_unsaved" || $1=="gpuaas_store_rows_pending"{n+=$2; k++} END{print k == 2 ? n : -1}'; }
 wait_saved() { for _ in $(seq 1 100); do [[ $(unsaved) == 0 ]] && return 0; sleep 0.1; done; return 1; }
 server() { wl_field team-a/maas-served-0 "$1"; }
 

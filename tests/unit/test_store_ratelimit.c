@@ -1,7 +1,7 @@
 /* Unit tests of src/store/ratelimit.c on a real SQLite database in a temporary folder:
  * saved windows come back after the store is closed and opened again, a second save of
  * the same window replaces it, windows already over are dropped (and deleted) at load,
- * an empty batch is a no-op. Also limits.c's side: a window put back into a bucket
+ * an empty batch is a no-op, windows queued to the store's writer land in order. Also limits.c's side: a window put back into a bucket
  * counts at the next admission, whatever order the tier lists its windows in, and a
  * window that is over by then starts afresh. */
 #include <criterion/criterion.h>
@@ -88,6 +88,41 @@ Test(store_ratelimit, survive_reopen_replace_and_expire, .init = store_tmp_make,
     a = load(s, now);
     cr_assert_eq(json_array_size(a), 2);
     json_decref(a);
+    gx_store_close(s);
+}
+
+/* Queued saves go through the store's writer thread: in order with each other and with
+ * usage rows, from copies of the strings, written by a sync and, for the rest, by close. */
+Test(store_ratelimit, queued_windows_are_written_in_order, .init = store_tmp_make, .fini = store_tmp_remove)
+{
+    int64_t now = 1700000000000LL, m0 = now - now % MIN;
+    gx_store *s = open_store();
+    gx_err e;
+    gx_err_clear(&e);
+    char name[16] = "k1";
+    gx_store_rate_window w = {"key", name, "tokens", MIN, m0, 0};
+    gx_store_usage u = {now, "k1", "alice", "team-a", "m", "t", "/v1/chat/completions", 3, 4, 900, -1, 0, 0, 200};
+    for (int i = 1; i <= 50; i++) {
+        w.used = i * 10;
+        cr_assert_eq(gx_store_queue_rate_windows(s, &w, 1, &e), 0, "%s", e.msg);
+        cr_assert_eq(gx_store_queue_usage(s, &u, 1, &e), 0, "%s", e.msg);
+    }
+    name[0] = 'X';   /* the queue holds its own copy */
+    gx_store_sync_usage(s);
+    json_t *a = load(s, now);
+    cr_assert_eq(json_array_size(a), 1, "%zu rows", json_array_size(a));
+    cr_assert_eq(used_of(find(a, "key", "k1", "tokens", MIN)), 500, "the last save wins");
+    json_decref(a);
+    w.used = 777;
+    cr_assert_eq(gx_store_queue_rate_windows(s, &w, 1, &e), 0, "%s", e.msg);
+    gx_store_close(s);
+    s = open_store();
+    a = load(s, now);
+    cr_assert_eq(used_of(find(a, "key", "X1", "tokens", MIN)), 777, "close wrote what was queued");
+    json_decref(a);
+    json_t *sum = gx_store_usage_summary(s, "key", 0, NULL, &e);
+    cr_assert_eq(json_integer_value(json_object_get(json_array_get(sum, 0), "requests")), 50);
+    json_decref(sum);
     gx_store_close(s);
 }
 
