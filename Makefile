@@ -68,6 +68,10 @@ $(BUILD)/fake-openai: tests/fakes/fake_openai.c
 $(BUILD)/bench-usage-write: bench/usage_write.c $(LIB_OBJ)
 	$(CC) $(ALL_CFLAGS) -o $@ $< $(LIB_OBJ) $(LDLIBS)
 
+# bench/windows_save.c: the loop's share of saving rate-limit windows (make bench).
+$(BUILD)/bench-windows-save: bench/windows_save.c $(LIB_OBJ)
+	$(CC) $(ALL_CFLAGS) -o $@ $< $(LIB_OBJ) $(LDLIBS)
+
 $(BUILD)/test-unit: $(LIB_OBJ) $(UNIT_OBJ) $(BUILD)/gpuaas-shim
 	$(CC) $(SANFLAGS) -o $@ $(LIB_OBJ) $(UNIT_OBJ) $(LDLIBS) -lcriterion
 
@@ -107,7 +111,7 @@ unit: $(BUILD)/test-unit
 integration: all $(FAKE_NVML)
 	GPUAAS_BIN=$(CURDIR)/$(BUILD)/gpuaas tests/integration/run.sh
 
-bench: all $(BUILD)/fake-openai $(BUILD)/bench-usage-write
+bench: all $(BUILD)/fake-openai $(BUILD)/bench-usage-write $(BUILD)/bench-windows-save
 	@bench/run.sh
 
 clean:
