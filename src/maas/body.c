@@ -101,7 +101,7 @@ static int str(scan *s, val *v)
         }
         v->esc = 1;
         if (e - p < 2) return -1;
-        if (strchr("\"\\/bfnrt", p[1]) && p[1]) { p += 2, n++; continue; }
+        if (p[1] && strchr("\"\\/bfnrt", p[1])) { p += 2, n++; continue; }
         unsigned u, lo;
         if (p[1] != 'u' || e - p < 6 || hex4(p + 2, &u)) return -1;
         p += 6;
