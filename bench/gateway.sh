@@ -119,19 +119,25 @@ NGINX_PID=${NGINX_PID:-$(cat "$TMP/nginx.pid")}
 R=${ROUNDS:-3}
 echo "gateway benchmark: $(nproc) CPUs, wrk -t1 -c64 -d${D}s, small non-streamed chat completions, $R rounds"
 median() { sort -n | awk '{v[NR]=$1} END{print v[int((NR+1)/2)]}'; }
-: >"$TMP/d"; : >"$TMP/n"; : >"$TMP/g"
-for r in $(seq 1 "$R"); do
-  echo " round $r"
-  run "upstream directly" "http://127.0.0.1:$UP/v1/chat/completions" >>"$TMP/d"
-  run "nginx proxy_pass" "http://127.0.0.1:$NGP/v1/chat/completions" "$NGINX_PID" >>"$TMP/n"
-  run "gpuaas (auth+limits+meter)" "$GW/v1/chat/completions" "$GPID" >>"$TMP/g"
-done
-for k in d n g; do
-  read -r "${k}_rps" < <(awk '{print $1}' "$TMP/$k" | median)
-  read -r "${k}_p50" < <(awk '{print $2}' "$TMP/$k" | median)
-  read -r "${k}_p99" < <(awk '{print $3}' "$TMP/$k" | median)
-  read -r "${k}_cpu" < <(awk '{print $4}' "$TMP/$k" | median)
-done
+# rounds TAG: R rounds alternating the three targets (upstream directly, nginx, gpuaas);
+# their medians go into d${TAG}_rps, n${TAG}_p99, g${TAG}_cpu and so on.
+rounds() {
+  local tag=$1 k r
+  : >"$TMP/d$tag"; : >"$TMP/n$tag"; : >"$TMP/g$tag"
+  for r in $(seq 1 "$R"); do
+    echo " round $r"
+    run "upstream directly" "http://127.0.0.1:$UP/v1/chat/completions" >>"$TMP/d$tag"
+    run "nginx proxy_pass" "http://127.0.0.1:$NGP/v1/chat/completions" "$NGINX_PID" >>"$TMP/n$tag"
+    run "gpuaas (auth+limits+meter)" "$GW/v1/chat/completions" "$GPID" >>"$TMP/g$tag"
+  done
+  for k in d n g; do
+    read -r "$k${tag}_rps" < <(awk '{print $1}' "$TMP/$k$tag" | median)
+    read -r "$k${tag}_p50" < <(awk '{print $2}' "$TMP/$k$tag" | median)
+    read -r "$k${tag}_p99" < <(awk '{print $3}' "$TMP/$k$tag" | median)
+    read -r "$k${tag}_cpu" < <(awk '{print $4}' "$TMP/$k$tag" | median)
+  done
+}
+rounds ""
 echo " medians"
 printf "  %-28s %10.0f req/s   p50 %7.3f ms   p99 %7.3f ms\n" "upstream directly" "$d_rps" "$d_p50" "$d_p99"
 printf "  %-28s %10.0f req/s   p50 %7.3f ms   p99 %7.3f ms\n" "nginx proxy_pass" "$n_rps" "$n_p50" "$n_p99"
@@ -162,16 +168,7 @@ RATE=${RATE:-10000}
 C=$(( RATE / 100 ))
 { cat "$TMP/post.lua"; echo 'function delay() return math.random(0, 20) end'; } >"$TMP/paced.lua"
 echo "at a set rate: wrk -t1 -c$C -d${D}s, each connection 0-20 ms (random) apart (about $RATE req/s offered), $R rounds"
-: >"$TMP/dr"; : >"$TMP/nr"; : >"$TMP/gr"
-for r in $(seq 1 "$R"); do
-  SCRIPT=$TMP/paced.lua run "upstream directly" "http://127.0.0.1:$UP/v1/chat/completions" >>"$TMP/dr"
-  SCRIPT=$TMP/paced.lua run "nginx proxy_pass" "http://127.0.0.1:$NGP/v1/chat/completions" >>"$TMP/nr"
-  SCRIPT=$TMP/paced.lua run "gpuaas (auth+limits+meter)" "$GW/v1/chat/completions" >>"$TMP/gr"
-done
-for k in dr nr gr; do
-  read -r "${k}_p50" < <(awk '{print $2}' "$TMP/$k" | median)
-  read -r "${k}_p99" < <(awk '{print $3}' "$TMP/$k" | median)
-done
+SCRIPT=$TMP/paced.lua rounds r
 awk -v g5="$gr_p50" -v n5="$nr_p50" -v d5="$dr_p50" -v g="$gr_p99" -v n="$nr_p99" -v d="$dr_p99" 'BEGIN{
   printf "  medians: added p50 over direct: gpuaas %.3f ms, nginx %.3f ms\n", g5-d5, n5-d5;
   printf "  medians: added p99 over direct: gpuaas %.3f ms, nginx %.3f ms\n", g-d, n-d }'
@@ -185,17 +182,7 @@ if [[ ${PIN:-0} == 1 ]] && (($(nproc) >= 2)) && command -v taskset >/dev/null; t
   taskset -a -p -c 0 "${PIDS[0]}" >/dev/null
   for p in "$NGINX_PID" "$GPID"; do taskset -a -p -c 1 "$p" >/dev/null; done
   echo "pinned: each proxy alone on CPU 1, wrk and the upstream on CPU 0, 64 connections, $R rounds"
-  : >"$TMP/dp"; : >"$TMP/np"; : >"$TMP/gp"
-  for r in $(seq 1 "$R"); do
-    run "upstream directly" "http://127.0.0.1:$UP/v1/chat/completions" >>"$TMP/dp"
-    run "nginx proxy_pass" "http://127.0.0.1:$NGP/v1/chat/completions" "$NGINX_PID" >>"$TMP/np"
-    run "gpuaas (auth+limits+meter)" "$GW/v1/chat/completions" "$GPID" >>"$TMP/gp"
-  done
-  for k in dp np gp; do
-    read -r "${k}_rps" < <(awk '{print $1}' "$TMP/$k" | median)
-    read -r "${k}_p99" < <(awk '{print $3}' "$TMP/$k" | median)
-    read -r "${k}_cpu" < <(awk '{print $4}' "$TMP/$k" | median)
-  done
+  rounds p
   awk -v g="$gp_rps" -v n="$np_rps" -v d="$dp_rps" -v gp="$gp_p99" -v np="$np_p99" -v dp="$dp_p99" -v gc="$gp_cpu" -v nc="$np_cpu" 'BEGIN{
     printf "  medians: req/s direct %.0f, nginx %.0f, gpuaas %.0f (gpuaas/nginx %.2f); proxy CPU %.1f against %.1f us/req\n", d, n, g, g/n, gc, nc;
     printf "  medians: added p99 over direct: gpuaas %.3f ms, nginx %.3f ms\n", gp-dp, np-dp }'

@@ -47,6 +47,16 @@ struct gx_store_bg {
     gx_store conn;               /* the thread's own connection, with its usage statements */
 };
 
+/* Copies the string *f points to (NULL as "") to p, points *f at the copy, returns the
+ * byte after it. */
+static char *keep_str(char *p, const char **f)
+{
+    size_t len = strlen(*f ? *f : "") + 1;
+    memcpy(p, *f ? *f : "", len);
+    *f = p;
+    return p + len;
+}
+
 /* One allocation holding the batch, its rows and copies of their strings. */
 static batch *copy_batch(const gx_store_usage *rows, size_t n)
 {
@@ -66,12 +76,7 @@ static batch *copy_batch(const gx_store_usage *rows, size_t n)
         gx_store_usage *r = &b->rows[i];
         *r = rows[i];
         const char **f[] = {&r->key_id, &r->user, &r->ns, &r->model, &r->tier, &r->endpoint};
-        for (int k = 0; k < 6; k++) {
-            size_t len = strlen(*f[k] ? *f[k] : "") + 1;
-            memcpy(p, *f[k] ? *f[k] : "", len);
-            *f[k] = p;
-            p += len;
-        }
+        for (int k = 0; k < 6; k++) p = keep_str(p, f[k]);
     }
     return b;
 }
@@ -92,13 +97,9 @@ static batch *copy_windows(const gx_store_rate_window *rows, size_t n)
     for (size_t i = 0; i < n; i++) {
         gx_store_rate_window *r = &b->wins[i];
         *r = rows[i];
-        const char **f[] = {&r->scope, &r->name, &r->kind};
-        for (int k = 0; k < 3; k++) {
-            size_t len = strlen(*f[k]) + 1;
-            memcpy(p, *f[k], len);
-            *f[k] = p;
-            p += len;
-        }
+        p = keep_str(p, &r->scope);
+        p = keep_str(p, &r->name);
+        p = keep_str(p, &r->kind);
     }
     return b;
 }
