@@ -609,7 +609,6 @@ void gx_maas_proxy_answer(gx_maas *m, gx_req *req, gx_resp *resp)
 
 /* ---- admission ------------------------------------------------------------------------ */
 
-/* The body for the upstream: streamed requests ask for usage. */
 /* The body sent upstream: the client's bytes, except that a stream must report usage
  * (stream_options.include_usage), which the meter needs and the client may not have
  * asked for. Only that case needs the tree: *b is parsed here when the scan left it. */
