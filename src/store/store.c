@@ -85,6 +85,14 @@ static const char *const migrations[] = {
     "CREATE VIEW usage AS SELECT r.seq, r.ts_ms, d.key_id, d.user, d.namespace, d.model, d.tier,"
     "  d.endpoint, r.prompt_tokens, r.completion_tokens, r.estimated, r.latency_us, r.ttft_us,"
     "  r.status, r.stream FROM usage_rows r JOIN usage_dims d ON d.id = r.dim;",
+    /* 7: no index on usage_rows.ts_ms: keeping it was 30 % of the writer's CPU a row.
+     * Instead one mark per written batch, its first seq and its latest ts_ms: a query
+     * from `since` starts at the first batch with a record at or after it (rows are
+     * appended in seq order), exact even when the clock stepped back between batches. */
+    "DROP INDEX usage_rows_ts;"
+    "CREATE TABLE usage_marks (first_seq INTEGER PRIMARY KEY, max_ts INTEGER NOT NULL);"
+    "INSERT INTO usage_marks (first_seq, max_ts) SELECT MIN(seq), MAX(ts_ms) FROM usage_rows GROUP BY seq / 1024;"
+    "CREATE INDEX usage_marks_ts ON usage_marks (max_ts);",
 };
 #define N_MIGRATIONS ((int)(sizeof migrations / sizeof migrations[0]))
 

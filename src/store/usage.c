@@ -1,5 +1,6 @@
 /* store/usage: the gateway's usage records (tables usage_rows and usage_dims, migration
- * 6; the view `usage` joins them back for readers).
+ * 6; the view `usage` joins them back for readers; usage_marks, migration 7, says where
+ * in usage_rows a time range starts).
  * Owns: the usage statements of a connection and its cache of dimension ids.
  * Why dimensions: a record's six strings (key, user, namespace, model, tier, endpoint)
  * repeat from one request to the next; stored once and referred to by an integer, a row
@@ -22,7 +23,7 @@ typedef struct dim_entry {
 } dim_entry;
 
 struct gx_store_usage_cx {
-    sqlite3_stmt *ins_many, *ins_one, *dim_get, *dim_put;
+    sqlite3_stmt *ins_many, *ins_one, *dim_get, *dim_put, *mark;
     dim_entry dims[DIMS_CAP];
     size_t ndims;
 };
@@ -136,7 +137,9 @@ static struct gx_store_usage_cx *usage_cx(gx_store *s)
                        "AND model = ?4 AND tier = ?5 AND endpoint = ?6", -1, SQLITE_PREPARE_PERSISTENT, &u->dim_get, NULL);
     sqlite3_prepare_v3(s->db, "INSERT INTO usage_dims (key_id, user, namespace, model, tier, endpoint) "
                        "VALUES (?1, ?2, ?3, ?4, ?5, ?6)", -1, SQLITE_PREPARE_PERSISTENT, &u->dim_put, NULL);
-    if (!u->ins_many || !u->ins_one || !u->dim_get || !u->dim_put) {
+    sqlite3_prepare_v3(s->db, "INSERT OR REPLACE INTO usage_marks (first_seq, max_ts) VALUES (?1, ?2)", -1,
+                       SQLITE_PREPARE_PERSISTENT, &u->mark, NULL);
+    if (!u->ins_many || !u->ins_one || !u->dim_get || !u->dim_put || !u->mark) {
         gx_store_usage_close(s);
         return NULL;
     }
@@ -151,6 +154,7 @@ void gx_store_usage_close(gx_store *s)
     sqlite3_finalize(u->ins_one);
     sqlite3_finalize(u->dim_get);
     sqlite3_finalize(u->dim_put);
+    sqlite3_finalize(u->mark);
     dims_clear(u);
     free(u);
     s->usage = NULL;
@@ -175,7 +179,9 @@ int gx_store_put_usage(gx_store *s, const gx_store_usage *rows, size_t n, gx_err
 {
     struct gx_store_usage_cx *u = usage_cx(s);
     if (!u) return gx_store_sqlerr(s, err, "prepare");
+    if (!n) return 0;
     if (gx_store_begin_relaxed(s, err)) return -1;
+    int64_t first = -1, max_ts = rows[0].ts_ms;
     for (size_t i = 0; i < n;) {
         int k = n - i >= ROWS_PER_INSERT ? ROWS_PER_INSERT : 1;
         sqlite3_stmt *st = k > 1 ? u->ins_many : u->ins_one;
@@ -194,7 +200,19 @@ int gx_store_put_usage(gx_store *s, const gx_store_usage *rows, size_t n, gx_err
             gx_store_sqlerr(s, err, "write");
             goto fail;
         }
+        /* the rows of one INSERT take consecutive rowids, one above the table's largest */
+        if (first < 0) first = sqlite3_last_insert_rowid(s->db) - (k - 1);
+        for (int j = 0; j < k; j++)
+            if (rows[i + (size_t)j].ts_ms > max_ts) max_ts = rows[i + (size_t)j].ts_ms;
         i += (size_t)k;
+    }
+    sqlite3_bind_int64(u->mark, 1, first);
+    sqlite3_bind_int64(u->mark, 2, max_ts);
+    int mrc = sqlite3_step(u->mark);
+    sqlite3_reset(u->mark);
+    if (mrc != SQLITE_DONE) {
+        gx_store_sqlerr(s, err, "write");
+        goto fail;
     }
     if (gx_store_commit_relaxed(s, err)) goto fail;
     return 0;
@@ -222,10 +240,13 @@ json_t *gx_store_usage_summary(gx_store *s, const char *group_by, int64_t since_
     for (int i = 0; groups[i].name; i++)
         if (!strcmp(group_by, groups[i].name)) col = groups[i].col;
     if (!col) { gx_errf(err, 400, "group_by", "group_by must be key, user, namespace, model or tier"); return NULL; }
-    char sql[512];
+    char sql[768];
+    /* seq from the first batch that has a record at or after since (usage_marks): a
+     * range of the table's rowids instead of an index on ts_ms that every write pays */
     snprintf(sql, sizeof sql, "SELECT %s, COUNT(*), SUM(prompt_tokens), SUM(completion_tokens), SUM(estimated), "
-             "SUM(status >= 400) FROM usage WHERE ts_ms >= ?1 AND (?2 IS NULL OR user = ?2) GROUP BY %s ORDER BY %s",
-             col, col, col);
+             "SUM(status >= 400) FROM usage WHERE seq >= (SELECT COALESCE(MIN(first_seq), 9223372036854775807) "
+             "FROM usage_marks WHERE max_ts >= ?1) AND ts_ms >= ?1 AND (?2 IS NULL OR user = ?2) "
+             "GROUP BY %s ORDER BY %s", col, col, col);
     sqlite3_stmt *st;
     if (sqlite3_prepare_v2(s->db, sql, -1, &st, NULL) != SQLITE_OK) { gx_store_sqlerr(s, err, "prepare"); return NULL; }
     sqlite3_bind_int64(st, 1, since_ms);

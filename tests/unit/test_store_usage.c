@@ -1,5 +1,5 @@
-/* store/usage: usage records with their strings kept once (migration 6), against real
- * SQLite in a throw-away folder. */
+/* store/usage: usage records with their strings kept once (migration 6) and time
+ * ranges found by batch marks (migration 7), against real SQLite in a throw-away folder. */
 #include <criterion/criterion.h>
 #include <sqlite3.h>
 #include <stdio.h>
@@ -111,7 +111,7 @@ Test(store_usage, records_of_the_old_schema_survive_the_upgrade, .init = store_t
     cr_assert_eq(sqlite3_open(path, &db), SQLITE_OK);
     /* back to version 5: the usage table as migration 2 made it, with two old rows */
     const char *v5 =
-        "DROP VIEW usage; DROP TABLE usage_rows; DROP TABLE usage_dims;"
+        "DROP VIEW usage; DROP TABLE usage_rows; DROP TABLE usage_dims; DROP TABLE usage_marks;"
         "CREATE TABLE usage ("
         "  seq INTEGER PRIMARY KEY AUTOINCREMENT, ts_ms INTEGER NOT NULL,"
         "  key_id TEXT NOT NULL, user TEXT NOT NULL, namespace TEXT NOT NULL, model TEXT NOT NULL,"
@@ -141,4 +141,46 @@ Test(store_usage, records_of_the_old_schema_survive_the_upgrade, .init = store_t
     gx_store_close(s);
     cr_assert_eq(count("SELECT COUNT(*) FROM usage_dims"), 1, "the new row reuses the migrated dimension");
     cr_assert_eq(count("SELECT COUNT(*) FROM usage WHERE ttft_us = 4 AND stream = 1 AND seq < 3"), 1);
+}
+
+/* Requests (every group) at or after since, through the summary. */
+static json_int_t since_count(gx_store *s, int64_t since)
+{
+    gx_err e;
+    json_t *sum = gx_store_usage_summary(s, "user", since, NULL, &e);
+    cr_assert_not_null(sum, "%s", e.msg);
+    json_int_t n = 0;
+    size_t i;
+    json_t *g;
+    json_array_foreach(sum, i, g) n += json_integer_value(json_object_get(g, "requests"));
+    json_decref(sum);
+    return n;
+}
+
+/* since= starts at the first batch with a record at or after it (usage_marks, migration
+ * 7): exact for every cut, also when the clock stepped back between batches and within
+ * one, and for batches longer than one INSERT statement. Checked against a count of the
+ * same rows by ts_ms alone. */
+Test(store_usage, since_is_exact_when_time_goes_back, .init = store_tmp_make, .fini = store_tmp_remove)
+{
+    gx_store *s = open_store();
+    gx_err e;
+    static const int64_t batches[][3] = {   /* first ts, step, rows */
+        {1000, 1, 40}, {500, 2, 37}, {2000, -3, 5}, {1500, 0, 1}, {3000, 1, 100}};
+    gx_store_usage rows[100];
+    for (size_t b = 0; b < sizeof batches / sizeof *batches; b++) {
+        for (int i = 0; i < batches[b][2]; i++)
+            rows[i] = (gx_store_usage){batches[b][0] + batches[b][1] * i, "k", "u", "ns", "m", "t",
+                                       "/v1/chat/completions", 1, 1, 10, -1, 0, 0, 200};
+        cr_assert_eq(gx_store_put_usage(s, rows, (size_t)batches[b][2], &e), 0, "%s", e.msg);
+    }
+    cr_assert_eq(count("SELECT COUNT(*) FROM usage_marks"), 5, "one mark a batch");
+    for (int64_t since = 0; since <= 3200; since += 7) {
+        char sql[96];
+        snprintf(sql, sizeof sql, "SELECT COUNT(*) FROM usage_rows WHERE ts_ms >= %lld", (long long)since);
+        cr_assert_eq(since_count(s, since), count(sql), "since %lld", (long long)since);
+    }
+    cr_assert_eq(since_count(s, 99999), 0);
+    cr_assert_eq(count("SELECT COUNT(*) FROM sqlite_master WHERE name = 'usage_rows_ts'"), 0, "no ts index");
+    gx_store_close(s);
 }
