@@ -327,9 +327,10 @@ static const gx_place_policy policies[GX_PLACE_NPOLICIES] = {
       "fragmentation gradient descent (Weng et al., ATC'23): least growth of "
       "expected fragmented GPU", true, gx_place_score_fgd },
     { GX_PLACE_OURS, "ours",
-      "keep a few homes of rare big pod shapes empty, then FGD's score with the expected "
-      "idle GPU of the holes it leaves, then least growth of fill-fragmentation (GPU "
-      "that CPU or packing leaves unusable)", true,
+      "keep a few homes of rare big pod shapes empty, then least share value lost "
+      "(the cutting-stock LP's prices of the workload's shares), then FGD's score, "
+      "then least growth of fill-fragmentation (GPU that CPU or packing leaves "
+      "unusable)", true,
       gx_place_score_ours },
 };
 
@@ -417,7 +418,7 @@ void gx_place_ctx_free(gx_place_ctx *cx)
     free(cx->types);
     free(cx->all);
     free(cx->fillw);
-    free(cx->hole);
+    free(cx->value);
     free(cx->node_cls);
     free(cx->node_res);
     if (cx->shapes) memo_reset(cx, NULL, 0);

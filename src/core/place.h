@@ -202,9 +202,9 @@ struct gx_place_ctx {
     int ntypes;
     gx_place_type *types;     /* FGD's types: those covering `coverage`, renormalised */
     double *fillw;            /* per FGD type: its share of their GPU demand (ours) */
-    double *hole;             /* ours: hole[r], r = 0..1000: expected milli-GPU left idle
-                                 on a GPU with r free once pods drawn from the FGD types
-                                 fill it until none fits (NULL without a workload) */
+    double *value;            /* ours: value[r], r = 0..1000: what a GPU with r milli
+                                 free can still earn from the FGD types' shares at the
+                                 cutting-stock LP's prices (NULL without a workload) */
     int nall;
     gx_place_type *all;       /* every type of the workload */
     /* node classes and reserved nodes (ours): recomputed when the node array, its size
@@ -228,8 +228,11 @@ struct gx_place_ctx {
 };
 
 uint64_t gx_place_rand(gx_place_ctx *cx);
-/* Called by gx_place_ctx_new for ours with a workload: builds cx->hole. -1: no memory. */
+/* Called by gx_place_ctx_new for ours with a workload: builds cx->value. -1: no memory. */
 int gx_place_ours_init(gx_place_ctx *cx);
+/* value[0..1000] (milli-GPU): the best fill of each free share at the dual prices of the
+ * cutting-stock LP of the types' sharing pods (place_lp.c). 0, or -1: no memory. */
+int gx_place_lp_values(const gx_place_type *types, int ntypes, double *value);
 /* Called by gx_place_choose before scoring: lets ours classify the nodes. */
 void gx_place_ours_prepare(gx_place_ctx *cx, const gx_place_node *nodes, int count,
                            const int *order);

@@ -1,6 +1,6 @@
 /* core/place_ours: our placement policy ("ours"), built on FGD's fragmentation measure.
  * Owns: gx_place_score_ours, the nodes it reserves (gx_place_ours_prepare) and its
- * table of expected hole waste (gx_place_ours_init).
+ * table of what a GPU's free share is worth (gx_place_ours_init; core/place_lp.c prices it).
  * Must not: change nodes, do I/O, or keep state outside the context.
  *
  * The key, compared lexicographically (the first node in the tie order wins ties):
@@ -10,18 +10,21 @@
  *      the cluster fills once. An empty reserved node is opened only when the pod fits
  *      nowhere else, so the pods that need it still find it late; once in use it is
  *      filled like any other node.
- *   2. FGD's integer score int(100 sigmoid(x / 1000)), with x = dF + dH / 2: F is FGD's
- *      fragmentation (idle GPU the NEXT pod could not use) and H the expected idle GPU
- *      left in the node's GPUs once pods drawn from the workload fill them until none
- *      fits (hole[] below). F judges a hole by one pod: with shares of 250, 350 and 450,
- *      a 350 put where 600 are free leaves 250 that two of the three types cannot use,
- *      so FGD prefers a GPU with 500 free and leaves 150 that nothing will ever fill; H
- *      knows that a 250 fills the first hole exactly. Half of H keeps FGD's scale, so
- *      its coarse integer steps still tie many nodes and the first of them in the fixed
- *      order wins, which packs load onto few nodes (most of FGD's edge: ranking by the
- *      exact gradient gives about 92 %). At full weight the ties thin out and the
- *      replay loses 0.2 point; from 0.4 to 0.6 the result is flat.
- *   3. The least growth of the fill-fragmentation, in steps of 1/10 GPU: the idle GPU
+ *   2. The least value lost, in steps of 1/100 GPU. The cutting-stock LP of the
+ *      workload's sharing pods prices each share size (core/place_lp.c); value[r] is the
+ *      most a GPU with r milli free can still earn at those prices. A share of s put on
+ *      a GPU with r free loses value[r] - value[r - s]: its own price when the GPU can
+ *      still be completed as in an optimal packing, more when it spoils the GPU (a 0.32
+ *      on the 0.53 left by a 0.47 leaves 0.21 that almost nothing fills, where a 0.47
+ *      would have left 0.06). Whole-GPU and CPU-only pods lose the same everywhere, so
+ *      for them the next rules decide. FGD judges a hole by the next pod only and counts
+ *      a GPU's part share as lost to the whole-GPU pods, so it fills the 0.53 with the
+ *      0.32 (the replay with this rule: 96.05 % against 95.77 % without it).
+ *   3. FGD's integer score int(100 sigmoid((F_before - F_after) / 1000)), F the expected
+ *      idle GPU the next pod could not use. Its coarse integer steps tie many nodes, and
+ *      taking the first of them in the fixed order packs load onto few nodes (most of
+ *      FGD's edge: ranking by the exact gradient gives about 92 %).
+ *   4. The least growth of the fill-fragmentation, in steps of 1/10 GPU: the idle GPU
  *      that would stay idle if pods of each type kept arriving until the node is full,
  *      limited by GPU room and by free CPU alike, each type weighted by the GPU demand it
  *      brings. FGD looks one pod ahead and ignores CPU once a type fits; this sees
@@ -128,54 +131,50 @@ static bool node_reserved(gx_place_ctx *cx, const gx_place_node *n)
     return cx->node_res[i];
 }
 
-/* hole[r]: the expected milli-GPU left idle on a GPU with r free when pods drawn from the
- * workload's GPU-sharing and one-GPU types (FGD's types, by their share of the pods)
- * fill it one after another, each draw among the types that still fit, until none
- * fits: hole[r] = r if none fits, else the p-weighted mean of hole[r - s(t)] over the
- * types t that fit. Learned from the workload only; no pod size is special. */
+/* value[r] for r = 0..1000: what a GPU with r milli free can still earn from the
+ * workload's sharing pods at the cutting-stock LP's prices (core/place_lp.c). Built from
+ * FGD's types, the common ones; a rarer share is placed by the same table. */
 int gx_place_ours_init(gx_place_ctx *cx)
 {
-    cx->hole = calloc(GX_PLACE_MILLI + 1, sizeof *cx->hole);
-    if (!cx->hole) return -1;
-    for (int r = 0; r <= GX_PLACE_MILLI; r++) {
-        double pf = 0, acc = 0;
-        for (int i = 0; i < cx->ntypes; i++) {
-            const gx_place_type *t = &cx->types[i];
-            if (t->num_gpu != 1 || t->gpu_milli <= 0 || t->gpu_milli > r) continue;
-            pf += t->p;
-            acc += t->p * cx->hole[r - t->gpu_milli];
-        }
-        cx->hole[r] = pf > 0 ? acc / pf : r;
+    cx->value = calloc(GX_PLACE_MILLI + 1, sizeof *cx->value);
+    if (!cx->value) return -1;
+    return gx_place_lp_values(cx->types, cx->ntypes, cx->value);
+}
+
+/* What node n's GPUs lose of that value with assignment a: for a share of s on a GPU
+ * with r free value[r] - value[r - s], at least the pod's own price; the excess is what
+ * the placement gives up against the best packing of the mix. A whole GPU loses 1000
+ * wherever it is taken, a CPU-only pod nothing. */
+static double value_lost(const gx_place_ctx *cx, const gx_place_node *n, const gx_place_assign *a)
+{
+    if (!cx->value || !a) return 0;
+    double lost = 0;
+    for (int k = 0; k < a->num; k++) {
+        int32_t r = n->gpu_free[a->gpu[k]];
+        int32_t after = r - a->milli;
+        if (r > GX_PLACE_MILLI) r = GX_PLACE_MILLI;
+        if (after < 0) after = 0;
+        if (after > r) after = r;
+        lost += cx->value[r] - cx->value[after];
     }
-    return 0;
+    return lost;
 }
 
-/* H of node n, after assignment a when a is not NULL: hole[] summed over its GPUs. */
-static double holes_of(const gx_place_ctx *cx, const gx_place_node *n, const gx_place_assign *a)
+/* The lexicographic key packed in one integer: the keep flag at bit 60, the value lost
+ * (in steps of 1/100 GPU, less is better) from bit 48, FGD's score (0..100) from bit 40,
+ * the fill-fragmentation decrease in tenths of a GPU below. */
+static int64_t key(bool keep, double lost, double f_before, double f_after, double fill_before,
+                   double fill_after)
 {
-    if (!cx->hole) return 0;
-    int32_t f[GX_PLACE_MAX_GPUS];
-    for (int g = 0; g < n->num_gpus; g++) f[g] = n->gpu_free[g];
-    for (int k = 0; a && k < a->num; k++) f[a->gpu[k]] -= a->milli;
-    double h = 0;
-    for (int g = 0; g < n->num_gpus; g++)
-        h += cx->hole[f[g] < 0 ? 0 : (f[g] > GX_PLACE_MILLI ? GX_PLACE_MILLI : f[g])];
-    return h;
-}
-
-/* The lexicographic key packed in one integer: the keep flag at bit 50, FGD's score
- * (0..100, its input x = dF + dH / 2) from bit 40, the fill-fragmentation decrease in
- * tenths of a GPU below. */
-static int64_t key(double f_before, double f_after, bool keep, double fill_before,
-                   double fill_after, double hole_decrease)
-{
-    double x = f_before - f_after + 0.5 * hole_decrease;
-    int64_t fgd = (int64_t)(100.0 / (1.0 + exp(-x / 1000.0)));
+    double q = floor(lost / 10.0);
+    if (q < 0) q = 0;
+    if (q > 1000) q = 1000;
+    int64_t fgd = (int64_t)(100.0 / (1.0 + exp(-(f_before - f_after) / 1000.0)));
     double steps = floor((fill_before - fill_after) / 100.0);
     if (steps > 1e6) steps = 1e6;
     if (steps < -1e6) steps = -1e6;
-    return (int64_t)keep * (INT64_C(1) << 50) + fgd * (INT64_C(1) << 40) +
-           (int64_t)steps + (INT64_C(1) << 31);
+    return (int64_t)keep * (INT64_C(1) << 60) + (1000 - (int64_t)q) * (INT64_C(1) << 48) +
+           fgd * (INT64_C(1) << 40) + (int64_t)steps + (INT64_C(1) << 31);
 }
 
 int64_t gx_place_score_ours(gx_place_ctx *cx, const gx_place_node *n, const gx_place_pod *pod,
@@ -183,7 +182,6 @@ int64_t gx_place_score_ours(gx_place_ctx *cx, const gx_place_node *n, const gx_p
 {
     double fill0, fill1;
     double f0 = gx_place_measure_after(cx, n, pod, NULL, &fill0);
-    double h0 = holes_of(cx, n, NULL);
     bool keep = n->pods > 0 || !node_reserved(cx, n);
     if (pod->num_gpu > 0 && pod->gpu_milli < GX_PLACE_MILLI) {
         int64_t best = INT64_MIN;
@@ -194,7 +192,7 @@ int64_t gx_place_score_ours(gx_place_ctx *cx, const gx_place_node *n, const gx_p
             if (!gx_place_gpu_ok(n, g, pod)) continue;
             a->gpu[0] = g;
             double f1 = gx_place_measure_after(cx, n, pod, a, &fill1);
-            int64_t k = key(f0, f1, keep, fill0, fill1, h0 - holes_of(cx, n, a));
+            int64_t k = key(keep, value_lost(cx, n, a), f0, f1, fill0, fill1);
             if (k > best) { best = k; bg = g; }
         }
         a->gpu[0] = bg;
@@ -203,5 +201,5 @@ int64_t gx_place_score_ours(gx_place_ctx *cx, const gx_place_node *n, const gx_p
     if (pod->num_gpu > 0) gx_place_pick_whole(n, pod, a);
     else a->num = 0;
     double f1 = gx_place_measure_after(cx, n, pod, a, &fill1);
-    return key(f0, f1, keep, fill0, fill1, h0 - holes_of(cx, n, a));
+    return key(keep, value_lost(cx, n, a), f0, f1, fill0, fill1);
 }

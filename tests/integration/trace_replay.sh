@@ -2,8 +2,8 @@
 # tests/integration/trace_replay: `gpuaas sim trace` on the Alibaba openb trace.
 # Checks the JSON interface, the reproduction of the FGD paper's best-fit and FGD
 # figures (within 1 point at 100 % arrived demand, 10 seeds), ours >= fgd from 80 % to
-# 130 %, the offline upper bound (--bound) above every policy, the time-driven replay,
-# and the error paths. Skips (exit 0) without the trace.
+# 130 % and at least 96.0 % at 100 %, the offline upper bound (--bound) above every
+# policy, the time-driven replay, and the error paths. Skips (exit 0) without the trace.
 # Needs GPUAAS_BIN (path to the gpuaas binary) and python3. Takes about 10-20 s.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -56,6 +56,8 @@ good &= check(lo >= -0.005, "ours >= fgd from 80 to 130 %% arrived (min diff %+.
 good &= check(o["alloc_ratio_at_100"] > f["alloc_ratio_at_100"],
               "ours above fgd at 100%%: %.2f vs %.2f" % (o["alloc_ratio_at_100"],
                                                           f["alloc_ratio_at_100"]))
+good &= check(o["alloc_ratio_at_100"] >= 96.0,
+              "ours at least 96.0 %% at 100 %% arrived (the issue's goal): %.2f" % o["alloc_ratio_at_100"])
 bd = o["bound_at_100"]
 good &= check(f["bound_at_100"] == bd and max(b["alloc_ratio_at_100"], f["alloc_ratio_at_100"],
               o["alloc_ratio_at_100"]) <= bd <= 100.0,
@@ -64,6 +66,9 @@ sys.exit(0 if good else 1)
 PY
 fi
 
+# Not the mean delay: on these 8 nodes it is 95 % the few 8-GPU pods that wait, in
+# either mode, for a whole node to drain while smaller pods backfill, so it moves with
+# where a handful of long pods landed (docs/placement.md, "What sharing buys").
 out=$("$BIN" sim trace --nodes "$N" --pods "$P" --timed --perturb nodes=0.01 -o json)
 if [[ $? == 0 ]] && python3 -c '
 import json, sys
@@ -71,7 +76,9 @@ r = json.loads(sys.argv[1])
 modes = {x["mode"]: x for x in r}
 s, n = modes["sharing"], modes["no-sharing"]
 assert 0 < s["gpu_utilisation"] <= 100 and s["delay_s"]["p99"] >= s["delay_s"]["p50"]
-assert n["delay_s"]["mean"] >= s["delay_s"]["mean"], "sharing should not queue longer"
-' "$out"; then ok "timed replay: sharing queues less than no-sharing"; else bad "timed replay"; fi
+assert s["queued"] < n["queued"], "sharing should queue fewer pods"
+assert s["delay_s"]["p90"] <= n["delay_s"]["p90"] and s["delay_s"]["p99"] <= n["delay_s"]["p99"], \
+    "sharing should not queue longer at p90 and p99"
+' "$out"; then ok "timed replay: sharing queues fewer pods, less long"; else bad "timed replay"; fi
 
 exit $fail

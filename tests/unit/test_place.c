@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "core/place.h"
+#include "lib/rng.h"
 #include "sim/trace_internal.h"
 
 /* ---- helpers --------------------------------------------------------------------- */
@@ -411,21 +412,86 @@ Test(place_memo, one_array_reused_for_other_nodes)
     gx_place_ctx_free(cx);
 }
 
-Test(place_ours, hole_table_is_the_expected_idle_after_random_fill)
+Test(place_ours, prices_are_the_cutting_stock_duals)
 {
-    /* sharing types 650 and 350, equally likely: a 350 hole is filled exactly (0); a
-     * 650 hole gets a 650 (0) or a 350 that leaves 300 nothing fills: 150 expected; a
-     * whole GPU gets a 650 then a 350 (0), or a 350 then a 650 or 350 (0 or 300): 75. */
-    gx_place_type t[2] = { { 1000, 1, 650, 0, 0.5 }, { 1000, 1, 350, 0, 0.5 } };
-    gx_place_ctx *cx = ctx("ours", t, 2);
-    cr_assert_not_null(cx->hole);
-    cr_assert_float_eq(cx->hole[349], 349.0, 1e-9);
-    cr_assert_float_eq(cx->hole[350], 0.0, 1e-9);
-    cr_assert_float_eq(cx->hole[650], 150.0, 1e-9);
-    cr_assert_float_eq(cx->hole[1000], 75.0, 1e-9);
+    /* Shares 470 (0.4 of the pods) and 320 (0.2), whole GPUs (0.4, not priced). The best
+     * packing puts two 470s on a GPU and three 320s on another, so a 470 costs 1/2 GPU
+     * and a 320 1/3; no pattern is worth more (470 + 320 = 5/6), and both patterns are
+     * used, so these prices are the only optimal ones. value[r] is the best fill of r. */
+    gx_place_type t[3] = { { 1000, 1, 1000, 0, 0.4 }, { 1000, 1, 470, 0, 0.4 },
+                           { 1000, 1, 320, 0, 0.2 } };
+    gx_place_ctx *cx = ctx("ours", t, 3);
+    cr_assert_not_null(cx->value);
+    cr_assert_float_eq(cx->value[319], 0.0, 1e-6);
+    cr_assert_float_eq(cx->value[320], 1000.0 / 3, 1e-6);
+    cr_assert_float_eq(cx->value[470], 500.0, 1e-6);
+    cr_assert_float_eq(cx->value[640], 2000.0 / 3, 1e-6);
+    cr_assert_float_eq(cx->value[790], 2500.0 / 3, 1e-6);
+    cr_assert_float_eq(cx->value[940], 1000.0, 1e-6);
+    cr_assert_float_eq(cx->value[1000], 1000.0, 1e-6);
     gx_place_ctx_free(cx);
-    gx_place_ctx *fgd = ctx("fgd", t, 2);
-    cr_assert_null(fgd->hole);                /* only ours builds it */
+    gx_place_ctx *fgd = ctx("fgd", t, 3);
+    cr_assert_null(fgd->value);               /* only ours builds it */
+    gx_place_ctx_free(fgd);
+    /* three sizes, one third each: 350 costs 3/8, 450 1/2, 250 1/4 (the LP's unique
+     * optimum, 0.375 GPU a pod); no shares at all: nothing is worth anything */
+    gx_place_type u[3] = { { 1000, 1, 350, 0, 1.0 / 3 }, { 1000, 1, 450, 0, 1.0 / 3 },
+                           { 1000, 1, 250, 0, 1.0 / 3 } };
+    double v[GX_PLACE_MILLI + 1];
+    cr_assert_eq(gx_place_lp_values(u, 3, v), 0);
+    cr_assert_float_eq(v[250], 250.0, 1e-6);
+    cr_assert_float_eq(v[350], 375.0, 1e-6);
+    cr_assert_float_eq(v[450], 500.0, 1e-6);
+    cr_assert_float_eq(v[600], 625.0, 1e-6);   /* 350 + 250 */
+    cr_assert_float_eq(v[1000], 1000.0, 1e-6);
+    cr_assert_eq(gx_place_lp_values(t, 1, v), 0);
+    cr_assert_float_eq(v[1000], 0.0, 1e-9);
+}
+
+Test(place_ours, prices_of_random_mixes_stay_in_bounds)
+{
+    /* Whatever the mix (up to 100 types, more sizes than the LP prices, sizes down to 1
+     * milli so patterns hold hundreds of pods), a free GPU is worth one GPU and more
+     * room never less. This guards the solver's arrays and its pattern budget (the
+     * sanitizer builds run it); that the prices are the optimal ones is checked on the
+     * hand-made mixes above. */
+    uint64_t rng[4];
+    gx_rng_seed(rng, 7);
+    for (int trial = 0; trial < 200; trial++) {
+        gx_place_type t[100];
+        int n = 1 + (int)(gx_rng_next(rng) % 100);
+        for (int i = 0; i < n; i++)
+            t[i] = (gx_place_type){ 1000, 1, 1 + (int)(gx_rng_next(rng) % 999), 0,
+                                    (double)(1 + gx_rng_next(rng) % 1000) };
+        double v[GX_PLACE_MILLI + 1];
+        cr_assert_eq(gx_place_lp_values(t, n, v), 0);
+        cr_assert_float_eq(v[1000], 1000.0, 1e-6, "trial %d: %f", trial, v[1000]);
+        for (int r = 1; r <= GX_PLACE_MILLI; r++)
+            cr_assert_geq(v[r], v[r - 1] - 1e-9, "trial %d at %d", trial, r);
+    }
+}
+
+Test(place_ours, leaves_a_hole_for_the_share_that_completes_it)
+{
+    /* The mix above. A 320 pod; node 0's GPU has 530 free (a 470 runs there), node 1's
+     * GPU is free. FGD: node 0 turns 530, a fragment to whole-GPU pods (F 212), into
+     * 210 that no type fits (F 210): score 50; node 1 turns a whole GPU into 680 (F 272):
+     * score 43; it takes node 0 and leaves 210 idle for good. ours: on node 0 the GPU
+     * loses value[530] - value[210] = 500 - 0, on node 1 value[1000] - value[680] =
+     * 1000 - 666.7 = 333.3, the 320's own price: node 1, and the next 470 fills node 0
+     * to 60. */
+    gx_place_type t[3] = { { 1000, 1, 1000, 0, 0.4 }, { 1000, 1, 470, 0, 0.4 },
+                           { 1000, 1, 320, 0, 0.2 } };
+    gx_place_ctx *ours = ctx("ours", t, 3), *fgd = ctx("fgd", t, 3);
+    gx_place_node n[2] = { node(64000, 1), node(64000, 1) };
+    n[0].gpu_free[0] = 530;
+    n[0].pods = 1;
+    gx_place_pod p = share(1000, 320);
+    gx_place_assign a;
+    cr_assert_eq(gx_place_choose(fgd, n, 2, NULL, &p, &a), 0);
+    cr_assert_eq(a.score, 50);
+    cr_assert_eq(gx_place_choose(ours, n, 2, NULL, &p, &a), 1);
+    gx_place_ctx_free(ours);
     gx_place_ctx_free(fgd);
 }
 
@@ -434,9 +500,9 @@ Test(place_ours, leaves_the_hole_a_common_share_fills)
     /* sharing types 350, 450, 250 (one third each); a 350 pod, GPU 0 of node 0 has 600
      * free, that of node 1 has 500. FGD: 600 -> 250 makes the 250 hole useless to 350
      * and 450 (F +166.7, score 45); 500 -> 150 leaves 150 that nothing fits (F +150,
-     * score 46): FGD takes node 1 and strands 150 for good. ours adds half the change
-     * of the expected idle after fill: hole[600] = hole[500] = 66.7, hole[250] = 0 (a
-     * 250 fills it), hole[150] = 150: node 0 -133.3 (score 46), node 1 -191.7 (45). */
+     * score 46): FGD takes node 1 and strands 150 for good. ours: at the prices above,
+     * node 0 loses value[600] - value[250] = 625 - 250 = 375, the 350's own price (a 250
+     * completes the GPU), node 1 value[500] - value[150] = 500 - 0: node 0. */
     gx_place_type t[3] = { { 1000, 1, 350, 0, 1.0 / 3 }, { 1000, 1, 450, 0, 1.0 / 3 },
                            { 1000, 1, 250, 0, 1.0 / 3 } };
     gx_place_ctx *ours = ctx("ours", t, 3), *fgd = ctx("fgd", t, 3);
