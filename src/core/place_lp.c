@@ -25,8 +25,9 @@
 #define EPS 1e-9
 
 /* max c.x subject to A x <= 1, x >= 0, on a dense tableau of m rows and n + m + 1
- * columns (x, slacks, right-hand side) plus the objective row. Bland's rule, because
- * the cutting-stock dual is highly degenerate and Dantzig's rule can cycle on it.
+ * columns (x, slacks, right-hand side) plus the objective row. Dantzig's rule (the most
+ * negative reduced cost) for few pivots; after 2(n + m) degenerate pivots in a row,
+ * Bland's rule, which cannot cycle: the cutting-stock dual is highly degenerate.
  * Writes the optimal x (or the last feasible one if the pivot budget runs out). */
 static void simplex(double *t, int *basis, int m, int n, const double *c, double *x)
 {

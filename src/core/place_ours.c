@@ -19,7 +19,8 @@
  *      would have left 0.06). Whole-GPU and CPU-only pods lose the same everywhere, so
  *      for them the next rules decide. FGD judges a hole by the next pod only and counts
  *      a GPU's part share as lost to the whole-GPU pods, so it fills the 0.53 with the
- *      0.32 (the replay with this rule: 96.05 % against 95.77 % without it).
+ *      0.32 (the replay: 96.05 %, against 95.77 % with the random-fill hole model this
+ *      rule replaced).
  *   3. FGD's integer score int(100 sigmoid((F_before - F_after) / 1000)), F the expected
  *      idle GPU the next pod could not use. Its coarse integer steps tie many nodes, and
  *      taking the first of them in the fixed order packs load onto few nodes (most of

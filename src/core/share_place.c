@@ -244,7 +244,7 @@ static int online_workload(const gx_engine *e, gx_place_type *out)
 
 /* The Node's spec.placementPolicy (the first shared node that names one), else the
  * daemon's default, with the workload's shapes learnt online. Kept in the engine until
- * a workload is submitted or the policy changes: rebuilding it (and our policy's hole
+ * a workload is submitted or the policy changes: rebuilding it (and our policy's value
  * tables) for every placement try would cost O(workloads) per pending workload. */
 static gx_place_ctx *policy_ctx(gx_engine *e)
 {
