@@ -380,14 +380,19 @@ static int set_workload(gx_place_ctx *cx, const gx_place_workload *wl)
         got += cx->all[cx->ntypes++].p;
     }
     for (int i = 0; i < cx->ntypes; i++) cx->types[i].p /= got;
-    /* ours weighs the fill-fragmentation of a type by the GPU demand it brings */
+    /* ours weighs the fill-fragmentation of a one-GPU type (a share or a whole GPU) by
+     * its part of all the GPU demand; multi-GPU types weigh nothing there: whether a
+     * node still has room for them is FGD's score, and counting it twice breaks FGD's
+     * ties away from the fixed order (0.1 point lost where half the GPU pods take
+     * several GPUs). Where they dominate, the rule weighs little and FGD decides. */
     cx->fillw = calloc((size_t)cx->ntypes, sizeof *cx->fillw);
     if (!cx->fillw) return -1;
     double demand = 0;
     for (int i = 0; i < cx->ntypes; i++)
         demand += cx->types[i].p * cx->types[i].num_gpu * cx->types[i].gpu_milli;
     for (int i = 0; i < cx->ntypes && demand > 0; i++)
-        cx->fillw[i] = cx->types[i].p * cx->types[i].num_gpu * cx->types[i].gpu_milli / demand;
+        if (cx->types[i].num_gpu == 1)
+            cx->fillw[i] = cx->types[i].p * cx->types[i].gpu_milli / demand;
     return 0;
 }
 

@@ -201,7 +201,8 @@ struct gx_place_ctx {
     const gx_place_policy *pol;
     int ntypes;
     gx_place_type *types;     /* FGD's types: those covering `coverage`, renormalised */
-    double *fillw;            /* per FGD type: its share of their GPU demand (ours) */
+    double *fillw;            /* per FGD type: a one-GPU type's part of the GPU demand,
+                                 0 for multi-GPU types (ours' fill tie-break) */
     double *value;            /* ours: value[r], r = 0..1000: what a GPU with r milli
                                  free can still earn from the FGD types' shares at the
                                  cutting-stock LP's prices (NULL without a workload) */

@@ -26,9 +26,9 @@
  *      taking the first of them in the fixed order packs load onto few nodes (most of
  *      FGD's edge: ranking by the exact gradient gives about 92 %).
  *   4. The least growth of the fill-fragmentation, in steps of 1/10 GPU: the idle GPU
- *      that would stay idle if pods of each type kept arriving until the node is full,
- *      limited by GPU room and by free CPU alike, each type weighted by the GPU demand it
- *      brings. FGD looks one pod ahead and ignores CPU once a type fits; this sees
+ *      that would stay idle if pods of each one-GPU type kept arriving until the node is
+ *      full, limited by GPU room and by free CPU alike, each type weighted by its part of
+ *      all the GPU demand (multi-GPU types are FGD's to judge; see set_workload). FGD looks one pod ahead and ignores CPU once a type fits; this sees
  *      CPU-starved GPUs (a node whose CPUs are gone strands its GPUs) and the leftovers a
  *      type cannot pack (two 470s leave 60 of a GPU). The steps keep small differences
  *      tied, so the fixed order still consolidates load.

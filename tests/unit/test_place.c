@@ -448,6 +448,20 @@ Test(place_ours, prices_are_the_cutting_stock_duals)
     cr_assert_float_eq(v[1000], 0.0, 1e-9);
 }
 
+Test(place_ours, fill_weights_leave_multi_gpu_types_to_fgd)
+{
+    /* whole GPUs (half the pods), 4-GPU pods and 0.5 shares (a quarter each): GPU demand
+     * 500 + 1000 + 125 = 1625 milli a pod. The fill tie-break weighs each one-GPU type by
+     * its part of all of it; the 4-GPU type weighs nothing (FGD's score judges it). */
+    gx_place_type t[3] = { { 1000, 1, 1000, 0, 0.5 }, { 4000, 4, 1000, 0, 0.25 },
+                           { 1000, 1, 500, 0, 0.25 } };
+    gx_place_ctx *cx = ctx("ours", t, 3);
+    cr_assert_float_eq(cx->fillw[0], 500.0 / 1625, 1e-12);
+    cr_assert_float_eq(cx->fillw[1], 0.0, 1e-12);
+    cr_assert_float_eq(cx->fillw[2], 125.0 / 1625, 1e-12);
+    gx_place_ctx_free(cx);
+}
+
 Test(place_ours, prices_of_random_mixes_stay_in_bounds)
 {
     /* Whatever the mix (up to 100 types, more sizes than the LP prices, sizes down to 1
