@@ -232,8 +232,10 @@ uint64_t gx_place_rand(gx_place_ctx *cx);
 /* Called by gx_place_ctx_new for ours with a workload: builds cx->value. -1: no memory. */
 int gx_place_ours_init(gx_place_ctx *cx);
 /* value[0..1000] (milli-GPU): the best fill of each free share at the dual prices of the
- * cutting-stock LP of the types' sharing pods (place_lp.c). 0, or -1: no memory. */
-int gx_place_lp_values(const gx_place_type *types, int ntypes, double *value);
+ * cutting-stock LP of the types' sharing pods (place_lp.c); *gpus_per_pod (if not NULL):
+ * the LP's optimum, GPUs per sharing pod of the mix. 0, or -1: no memory. */
+int gx_place_lp_values(const gx_place_type *types, int ntypes, double *value,
+                       double *gpus_per_pod);
 /* Called by gx_place_choose before scoring: lets ours classify the nodes. */
 void gx_place_ours_prepare(gx_place_ctx *cx, const gx_place_node *nodes, int count,
                            const int *order);

@@ -109,7 +109,8 @@ static int add_pattern(int *pat, int rows, int n, const int *size, const int *ta
     return 1;
 }
 
-int gx_place_lp_values(const gx_place_type *types, int ntypes, double *value)
+int gx_place_lp_values(const gx_place_type *types, int ntypes, double *value,
+                       double *gpus_per_pod)
 {
     int size[MAX_ITEMS], n = 0;
     double d[MAX_ITEMS], y[MAX_ITEMS];
@@ -150,7 +151,7 @@ int gx_place_lp_values(const gx_place_type *types, int ntypes, double *value)
         /* one cut per size: the best pattern holding it, when the prices overvalue it;
          * many cuts a round keep the number of rounds (each a fresh solve) small */
         int added = 0;
-        for (int i = 0; i < n && rows < MAX_ROWS; i++)
+        for (int i = 0; i < n && rows + added < MAX_ROWS; i++)
             if (y[i] + best[GX_PLACE_MILLI - size[i]] > 1 + 1e-7)
                 added += add_pattern(pat, rows + added, n, size, take, i);
         if (added == 0) break;
@@ -160,6 +161,14 @@ int gx_place_lp_values(const gx_place_type *types, int ntypes, double *value)
     /* out of pattern room before the optimum: scale the prices back to feasible */
     double scale = best[GX_PLACE_MILLI] > 1 ? 1 / best[GX_PLACE_MILLI] : 1;
     for (int r = 0; r <= GX_PLACE_MILLI; r++) value[r] = GX_PLACE_MILLI * best[r] * scale;
+    if (gpus_per_pod) {                 /* the LP's optimum: GPUs a pod of the mix needs */
+        double obj = 0, pods = 0;
+        for (int i = 0; i < n; i++) {
+            obj += d[i] * y[i] * scale;
+            pods += d[i];
+        }
+        *gpus_per_pod = pods > 0 ? obj / pods : 0;
+    }
     rc = 0;
 out:
     free(pat);

@@ -139,7 +139,7 @@ int gx_place_ours_init(gx_place_ctx *cx)
 {
     cx->value = calloc(GX_PLACE_MILLI + 1, sizeof *cx->value);
     if (!cx->value) return -1;
-    return gx_place_lp_values(cx->types, cx->ntypes, cx->value);
+    return gx_place_lp_values(cx->types, cx->ntypes, cx->value, NULL);
 }
 
 /* What node n's GPUs lose of that value with assignment a: for a share of s on a GPU

@@ -4,6 +4,7 @@
  * place_bound (the replay's offline upper bound, on hand-made pod lists).
  * Must not: read the trace (the replay has its own integration test). */
 #include <criterion/criterion.h>
+#include <math.h>
 #include <string.h>
 
 #include "core/place.h"
@@ -437,15 +438,19 @@ Test(place_ours, prices_are_the_cutting_stock_duals)
      * optimum, 0.375 GPU a pod); no shares at all: nothing is worth anything */
     gx_place_type u[3] = { { 1000, 1, 350, 0, 1.0 / 3 }, { 1000, 1, 450, 0, 1.0 / 3 },
                            { 1000, 1, 250, 0, 1.0 / 3 } };
-    double v[GX_PLACE_MILLI + 1];
-    cr_assert_eq(gx_place_lp_values(u, 3, v), 0);
+    double v[GX_PLACE_MILLI + 1], per_pod;
+    cr_assert_eq(gx_place_lp_values(t, 3, v, &per_pod), 0);
+    cr_assert_float_eq(per_pod, 4.0 / 9, 1e-9);     /* 3 pods (two 470s, a 320): 4/3 GPU */
+    cr_assert_eq(gx_place_lp_values(u, 3, v, &per_pod), 0);
+    cr_assert_float_eq(per_pod, 0.375, 1e-9);
     cr_assert_float_eq(v[250], 250.0, 1e-6);
     cr_assert_float_eq(v[350], 375.0, 1e-6);
     cr_assert_float_eq(v[450], 500.0, 1e-6);
     cr_assert_float_eq(v[600], 625.0, 1e-6);   /* 350 + 250 */
     cr_assert_float_eq(v[1000], 1000.0, 1e-6);
-    cr_assert_eq(gx_place_lp_values(t, 1, v), 0);
+    cr_assert_eq(gx_place_lp_values(t, 1, v, &per_pod), 0);
     cr_assert_float_eq(v[1000], 0.0, 1e-9);
+    cr_assert_float_eq(per_pod, 0.0, 1e-9);
 }
 
 Test(place_ours, fill_weights_leave_multi_gpu_types_to_fgd)
@@ -460,6 +465,112 @@ Test(place_ours, fill_weights_leave_multi_gpu_types_to_fgd)
     cr_assert_float_eq(cx->fillw[1], 0.0, 1e-12);
     cr_assert_float_eq(cx->fillw[2], 125.0 / 1625, 1e-12);
     gx_place_ctx_free(cx);
+}
+
+/* The cutting-stock dual of up to three sizes solved the slow way, independently of
+ * the simplex: its constraints are a.y <= 1 for every packing pattern a of one GPU and
+ * y >= 0; the optimum is a vertex, so every n of the constraints are tried as
+ * equalities and the best feasible point is kept. */
+typedef struct brute {
+    int n, size[3], nr;
+    double d[3], row[400][3];   /* patterns, then the rows of y_i >= 0 as -y_i <= 0 */
+    double best;
+} brute;
+
+static void brute_patterns(brute *b, int i, int room, double *cnt)
+{
+    if (i == b->n) {
+        if (b->nr < 400) memcpy(b->row[b->nr++], cnt, sizeof b->row[0]);
+        return;
+    }
+    for (int c = 0; c * b->size[i] <= room; c++) {
+        cnt[i] = c;
+        brute_patterns(b, i + 1, room - c * b->size[i], cnt);
+    }
+    cnt[i] = 0;
+}
+
+/* Solves rows pick[0..n) as equalities by Gaussian elimination; keeps a feasible best. */
+static void brute_vertex(brute *b, const int *pick, int total)
+{
+    int n = b->n;
+    double m[3][4];
+    for (int k = 0; k < n; k++) {
+        int r = pick[k];
+        for (int j = 0; j < n; j++) m[k][j] = r < total - n ? b->row[r][j] : (r - (total - n) == j ? -1 : 0);
+        m[k][n] = r < total - n ? 1 : 0;
+    }
+    for (int c = 0; c < n; c++) {
+        int p = c;
+        for (int k = c + 1; k < n; k++) if (fabs(m[k][c]) > fabs(m[p][c])) p = k;
+        if (fabs(m[p][c]) < 1e-12) return;                      /* singular */
+        for (int j = 0; j <= n; j++) { double x = m[c][j]; m[c][j] = m[p][j]; m[p][j] = x; }
+        for (int k = 0; k < n; k++) {
+            if (k == c) continue;
+            double f = m[k][c] / m[c][c];
+            for (int j = c; j <= n; j++) m[k][j] -= f * m[c][j];
+        }
+    }
+    double y[3], obj = 0;
+    for (int j = 0; j < n; j++) {
+        y[j] = m[j][n] / m[j][j];
+        if (y[j] < -1e-9) return;
+        obj += b->d[j] * y[j];
+    }
+    for (int r = 0; r < total - n; r++) {
+        double v = 0;
+        for (int j = 0; j < n; j++) v += b->row[r][j] * y[j];
+        if (v > 1 + 1e-9) return;
+    }
+    if (obj > b->best) b->best = obj;
+}
+
+static void brute_choose(brute *b, int *pick, int k, int from, int total)
+{
+    if (k == b->n) { brute_vertex(b, pick, total); return; }
+    for (int r = from; r < total; r++) {
+        pick[k] = r;
+        brute_choose(b, pick, k + 1, r + 1, total);
+    }
+}
+
+/* GPUs per pod at the LP's optimum, for sizes[0..n) with weights d[0..n). */
+static double brute_dual(const int *size, const double *d, int n)
+{
+    brute b = { .n = n };
+    double cnt[3] = { 0 }, pods = 0;
+    for (int i = 0; i < n; i++) { b.size[i] = size[i]; b.d[i] = d[i]; pods += d[i]; }
+    brute_patterns(&b, 0, 1000, cnt);
+    int pick[3];
+    brute_choose(&b, pick, 0, 0, b.nr + n);
+    return b.best / pods;
+}
+
+Test(place_ours, prices_match_a_brute_force_lp_on_small_mixes)
+{
+    /* 300 random mixes of one to three share sizes from 0.2 to 0.99 GPU: the solver's
+     * optimum (GPUs per pod) equals the best vertex of the same LP found by trying them
+     * all. A solver that stops early, cycles or pivots wrongly gives a different one. */
+    uint64_t rng[4];
+    gx_rng_seed(rng, 11);
+    for (int trial = 0; trial < 300; trial++) {
+        int n = 1 + (int)(gx_rng_next(rng) % 3), size[3];
+        double d[3];
+        gx_place_type t[3];
+        for (int i = 0; i < n; i++) {
+            do {
+                size[i] = 200 + (int)(gx_rng_next(rng) % 800);
+                for (int j = 0; j < i; j++) if (size[j] == size[i]) size[i] = 0;
+            } while (size[i] == 0);
+            d[i] = (double)(1 + gx_rng_next(rng) % 100);
+            t[i] = (gx_place_type){ 1000, 1, size[i], 0, d[i] };
+        }
+        double v[GX_PLACE_MILLI + 1], per_pod;
+        cr_assert_eq(gx_place_lp_values(t, n, v, &per_pod), 0);
+        double want = brute_dual(size, d, n);
+        cr_assert_float_eq(per_pod, want, 1e-7, "trial %d (%d sizes: %d %d %d): %.9f, brute force %.9f",
+                           trial, n, size[0], n > 1 ? size[1] : 0, n > 2 ? size[2] : 0, per_pod, want);
+    }
 }
 
 Test(place_ours, prices_of_random_mixes_stay_in_bounds)
@@ -478,7 +589,7 @@ Test(place_ours, prices_of_random_mixes_stay_in_bounds)
             t[i] = (gx_place_type){ 1000, 1, 1 + (int)(gx_rng_next(rng) % 999), 0,
                                     (double)(1 + gx_rng_next(rng) % 1000) };
         double v[GX_PLACE_MILLI + 1];
-        cr_assert_eq(gx_place_lp_values(t, n, v), 0);
+        cr_assert_eq(gx_place_lp_values(t, n, v, NULL), 0);
         cr_assert_float_eq(v[1000], 1000.0, 1e-6, "trial %d: %f", trial, v[1000]);
         for (int r = 1; r <= GX_PLACE_MILLI; r++)
             cr_assert_geq(v[r], v[r - 1] - 1e-9, "trial %d at %d", trial, r);
