@@ -309,6 +309,19 @@ static int start_pod(gx_daemon *d, gx_wl *w, int slot, const char *devices, gx_e
     return 0;
 }
 
+/* start_pod on the devices the admission `view` gives `slot`; a command that cannot be
+ * started fails the Job, and -1 tells the caller to start no more slots. */
+static int start_slot(gx_daemon *d, gx_wl *w, const json_t *view, int slot)
+{
+    char dev[512];
+    slot_devices(view, slot, dev, sizeof dev);
+    gx_err e;
+    gx_err_clear(&e);
+    if (!start_pod(d, w, slot, dev, &e)) return 0;
+    fail_job(d, w, e.msg);
+    return -1;
+}
+
 static void stop_pods(gx_daemon *d, gx_wl *w)
 {
     int64_t now = gx_loop_now(d->loop);
@@ -434,16 +447,8 @@ static void start_run(gx_daemon *d, gx_wl *w)
         return;
     }
     w->deferred = 0;
-    for (int s = 0; s < count; s++) {
-        char dev[512];
-        slot_devices(view, s, dev, sizeof dev);
-        gx_err e;
-        gx_err_clear(&e);
-        if (start_pod(d, w, s, dev, &e)) {
-            fail_job(d, w, e.msg);
-            break;
-        }
-    }
+    for (int s = 0; s < count; s++)
+        if (start_slot(d, w, view, s)) break;
     if (alive_pods(w, 1)) set_note(w, "%d pod%s started", alive_pods(w, 1), alive_pods(w, 1) == 1 ? "" : "s");
     json_decref(view);
 }
@@ -555,14 +560,7 @@ static void restart_failed(gx_daemon *d, gx_wl *w)
         for (size_t i = 0; i < w->npods; i++)
             if (w->pods[i].alive && w->pods[i].gen == w->gen && w->pods[i].slot == s) busy = 1;
         if (busy) continue;
-        char dev[512];
-        slot_devices(view, s, dev, sizeof dev);
-        gx_err e;
-        gx_err_clear(&e);
-        if (start_pod(d, w, s, dev, &e)) {
-            fail_job(d, w, e.msg);
-            break;
-        }
+        if (start_slot(d, w, view, s)) break;
     }
     json_decref(view);
 }
