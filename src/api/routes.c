@@ -342,7 +342,8 @@ void gx_d_route(gx_req *req, gx_resp *resp, void *ud)
     d->http_requests++;
     route_ctx c = {.d = d, .req = req, .resp = resp};
     const char *p = req->path;
-    if (!strcmp(p, "/healthz")) { gx_resp_text(resp, 200, "text/plain", "ok\n"); return; }
+    /* /health is where vLLM and OpenAI-compatible tooling probe a server */
+    if (!strcmp(p, "/healthz") || !strcmp(p, "/health")) { gx_resp_text(resp, 200, "text/plain", "ok\n"); return; }
     if (!strcmp(p, "/readyz")) {
         if (d->ready) gx_resp_text(resp, 200, "text/plain", "ok\n");
         else gx_resp_text(resp, 503, "text/plain", "recovering\n");

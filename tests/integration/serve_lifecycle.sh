@@ -8,6 +8,7 @@ cfg=$(write_config life "$ROOT/examples/demo/node.yaml" "$ROOT/examples/demo/que
 start_daemon "$cfg" || { fail "daemon start"; finish; exit 1; }
 
 check "healthz" curl -sf "$GPUAAS_SERVER/healthz"
+check "health (vLLM's probe path) needs no token" curl -sf "$GPUAAS_SERVER/health"
 check "readyz" curl -sf "$GPUAAS_SERVER/readyz"
 out=$("$G" apply -f "$ROOT/examples/demo/queues.yaml" 2>&1); rc=$?
 expect_eq "apply exit" "$rc" 0
