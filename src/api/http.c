@@ -10,7 +10,8 @@
  * Owns: the listening socket, connections (keep-alive, pipelining handled one request
  * at a time, 100-continue, HEAD), body limits, streamed chunked bodies, timeouts
  * (header read, idle keep-alive, body, stalled writes; streams and deferred requests
- * are exempt), the connection limit.
+ * are exempt), the connection limit, and the envelope of its own refusals (the
+ * daemon's, or OpenAI's on the prefix surface: see server_error).
  * Does not: TLS (put a TLS-terminating proxy such as nginx or haproxy in front),
  * HTTP/2, request trailers (read and dropped), absolute-form targets.
  * Must not: call back into its callers' cleanup (async_free, stream free) from inside
@@ -100,6 +101,7 @@ struct gx_http {
 };
 
 static int kick(conn *c);
+static void server_error(conn *c, gx_resp *r, int status, const char *msg, int parsed);
 static void on_conn(gx_loop *l, int fd, uint32_t ev, void *ud);
 
 /* ---- responses ------------------------------------------------------------------ */
@@ -432,7 +434,7 @@ static void build_resp(conn *c, gx_resp *r)
 static void answer(conn *c, gx_resp *r)
 {
     gx_http *h = c->h;
-    if (r->defer) { r->defer = 0; gx_resp_errorf(r, 500, "the answer was deferred twice"); }
+    if (r->defer) { r->defer = 0; server_error(c, r, 500, "the answer was deferred twice", 1); }
     if (c->close_after) c->keep_alive = 0;
     build_resp(c, r);
     c->deadline = 0;
@@ -463,12 +465,64 @@ static void answer(conn *c, gx_resp *r)
     r->text = NULL;
 }
 
-/* An answer from the server itself (bad framing, limits): the connection closes. */
-static void answer_error(conn *c, int status, const char *why)
+/* Whether the request being refused is on the OpenAI-compatible surface (the prefix
+ * given to gx_http_set_prefix_limit): its clients read only OpenAI's error envelope.
+ * parsed: c->hp belongs to this request, and its path is set once the request line
+ * parsed. Otherwise (a head too large, a timeout, a bad request line) the raw head at
+ * c->in is read: the method, one space (or the NUL the parser wrote there), then the
+ * target's first bytes, which is enough even when the line was cut short. */
+static int openai_surface(const conn *c, int parsed)
+{
+    size_t pl = strlen(c->h->prefix);
+    if (!pl) return 0;
+    if (parsed && c->hp.path) return !strncmp(c->hp.path, c->h->prefix, pl);
+    const char *b = c->in;
+    size_t i = 0, n = c->in_len;
+    while (i < n && i <= 32 && b[i] != ' ' && b[i] && b[i] != '\r' && b[i] != '\n') i++;
+    if (!i || i >= n || (b[i] != ' ' && b[i])) return 0;
+    i++;
+    return n - i >= pl && !memcmp(b + i, c->h->prefix, pl);
+}
+
+/* OpenAI's "code" for a refusal by the HTTP layer: a stable, short name per status. */
+static const char *openai_code(int status)
+{
+    switch (status) {
+    case 400: return "bad_request";
+    case 408: return "request_timeout";
+    case 413: return "request_too_large";
+    case 414: return "uri_too_long";
+    case 417: return "expectation_failed";
+    case 431: return "headers_too_large";
+    case 500: return "internal_error";
+    case 501: return "not_implemented";
+    case 503: return "service_unavailable";
+    case 505: return "http_version_not_supported";
+    default: return NULL;
+    }
+}
+
+/* A refusal by the server itself, in the envelope the client reads: OpenAI's
+ * {"error":{"message","type","param","code"}} on the OpenAI surface, else the daemon's
+ * (gx_resp_error). Cold path only: the check reads the head again. */
+static void server_error(conn *c, gx_resp *r, int status, const char *msg, int parsed)
+{
+    if (!openai_surface(c, parsed)) {
+        gx_resp_errorf(r, status, "%s", msg);
+        return;
+    }
+    const char *type = status == 503 ? "service_unavailable" : status >= 500 ? "server_error" : "invalid_request_error";
+    gx_resp_json(r, status, json_pack("{s:{s:s,s:s,s:n,s:s?}}", "error", "message", msg, "type", type, "param",
+                                      "code", openai_code(status)));
+}
+
+/* An answer from the server itself (bad framing, limits, timeouts): the connection
+ * closes. parsed: as for openai_surface. */
+static void answer_error(conn *c, int status, const char *why, int parsed)
 {
     gx_resp r;
     memset(&r, 0, sizeof r);
-    gx_resp_errorf(&r, status, "%s", why);
+    server_error(c, &r, status, why, parsed);
     c->close_after = 1;
     c->head_only = 0;
     answer(c, &r);
@@ -534,7 +588,7 @@ static void start_request(conn *c, size_t head_end)
     const char *why = "";
     int rc = gx_hp_parse_head(c->in, head_end, &c->hp, &why);
     c->in_off = c->head_len = head_end;
-    if (rc) { answer_error(c, rc, why); return; }
+    if (rc) { answer_error(c, rc, why, 1); return; }
     c->req.conn = c;
     c->req.method = c->hp.method;
     c->req.path = c->hp.path;
@@ -588,7 +642,7 @@ static void read_body(conn *c)
         int done;
         const char *why = "";
         long used = gx_hp_unchunk(&c->ch, c->in + c->in_off, avail, &out, &done, &why);
-        if (used < 0) { c->in_off = c->in_len; answer_error(c, 400, why); return; }
+        if (used < 0) { c->in_off = c->in_len; answer_error(c, 400, why, 1); return; }
         body_add(c, c->in + c->in_off, out);
         c->in_off += (size_t)used;
         if (done) dispatch(c);
@@ -678,7 +732,7 @@ static int kick(conn *c)
                 if (c->eof) { close_conn(c); return -1; }
                 if (c->in_len >= GX_HP_MAX_HEAD) {
                     c->in_off = c->in_len;
-                    answer_error(c, 431, "request line and headers larger than 16 KiB");
+                    answer_error(c, 431, "request line and headers larger than 16 KiB", 0);
                     break;
                 }
                 if (c->in_len && c->deadline - gx_loop_now(h->loop) > HEAD_MS)
@@ -780,10 +834,11 @@ static void sweep(gx_loop *l, void *ud)
         if (!c->deadline || now < c->deadline) continue;
         if ((c->state == C_HEAD && c->in_len > c->in_off) || c->state == C_BODY) {
             /* a slow client: tell it, then close */
+            int parsed = c->state == C_BODY;
             c->deadline = 0;
             c->in_off = c->in_len;
             c->state = C_SEND;
-            answer_error(c, 408, "the request was not received in time");
+            answer_error(c, 408, "the request was not received in time", parsed);
             c->deadline = now + LINGER_MS;
             if (flush(c) == 0 && c->out_len == c->out_off) { close_conn(c); continue; }
             update_interest(c);
@@ -794,14 +849,18 @@ static void sweep(gx_loop *l, void *ud)
     if (h->nconns) h->sweep_timer = gx_loop_at(l, now + 1000, sweep, h);
 }
 
-/* A connection over the limit gets a 503 it can read, then the close. */
+/* A connection over the limit gets a 503 it can read, then the close. Its target is
+ * not read yet, so the body is the daemon's envelope; OpenAI clients still find
+ * error.message in it. The length is counted, not written by hand. */
 static void refuse(int fd)
 {
-    static const char msg[] =
-        "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nContent-Length: 97\r\n"
-        "Connection: close\r\n\r\n"
+    static const char body[] =
         "{\"error\": {\"code\": 503, \"reason\": \"Unavailable\", \"message\": \"too many connections, retry later\"}}\n";
-    if (send(fd, msg, sizeof msg - 1, MSG_NOSIGNAL | MSG_DONTWAIT) < 0) { /* nothing more to do */ }
+    char msg[512];
+    int n = snprintf(msg, sizeof msg,
+                     "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n"
+                     "Retry-After: 1\r\nConnection: close\r\n\r\n%s", sizeof body - 1, body);
+    if (n > 0 && (size_t)n < sizeof msg && send(fd, msg, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT) < 0) { /* nothing more to do */ }
     close(fd);
 }
 

@@ -3,7 +3,8 @@
  * that wait without busy-looping. No TLS (put a TLS-terminating proxy in front), no
  * HTTP/2.
  * Owns: request/response plumbing, keep-alive, limits and timeouts, streams.
- * Must not: know routes or JSON shapes beyond the error envelope. */
+ * Must not: know routes or JSON shapes beyond the two error envelopes (the daemon's,
+ * and OpenAI's under the prefix of gx_http_set_prefix_limit). */
 #ifndef GX_HTTP_H
 #define GX_HTTP_H
 #include <stddef.h>
@@ -71,8 +72,12 @@ void gx_http_wake_stream(void *handle);
 /* Call the handler of a deferred request again (see gx_req.async): its answer is
  * written at once; cleanup and any stream body follow at the next gx_http_run. */
 void gx_http_resume(gx_req *req);
-/* Requests under path prefix get their own body limit, and an over-limit body reaches
- * the handler with body_too_large set (so it can answer in its own error format). */
+/* Requests under path prefix (the gateway's "/v1/") get their own body limit, and an
+ * over-limit body reaches the handler with body_too_large set (so it can answer in its
+ * own error format). The prefix is the OpenAI-compatible surface: what the HTTP layer
+ * refuses there itself (400, 408, 431, 501, 505...) is answered in OpenAI's envelope,
+ * {"error":{"message","type","param":null,"code"}}, when the target is known (read
+ * from the raw request line if the head did not parse). */
 void gx_http_set_prefix_limit(gx_http *h, const char *prefix, size_t limit);
 /* 0 when gx_http_run has pending work, else -1 (timeouts run on loop timers). */
 int64_t gx_http_timeout(gx_http *h);

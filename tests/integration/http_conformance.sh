@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The HTTP/1.1 server (src/api/http.c) over real sockets: keep-alive and close rules,
 # pipelining, HEAD, 100-continue, chunked request bodies, body limits, and the strict
-# refusals (bad framing 400, unknown coding 501, oversized head 431, version 505).
+# refusals (bad framing 400, unknown coding 501, oversized head 431, version 505), in
+# OpenAI's error envelope on the gateway's /v1/ paths and the daemon's elsewhere.
 # Raw requests go through python3 so that the bytes on the wire are exactly ours.
 source "$(dirname "$0")/lib.sh"
 MAX_BODY=65536
@@ -116,6 +117,93 @@ out=$(raw "POST /api/v1/apply HTTP/1.1\r\n${H}Content-Length: 70000\r\nExpect: 1
 expect_eq "100-continue with a body over the limit: 413, no 100" "$(status_line "$out")" "HTTP/1.1 413 Content Too Large"
 out=$(raw "POST /api/v1/apply HTTP/1.1\r\n${H}Transfer-Encoding: chunked\r\n\r\nzz\r\n")
 expect_eq "malformed chunk size is 400" "$(status_line "$out")" "HTTP/1.1 400 Bad Request"
+
+# The OpenAI surface (/v1/, the gateway): what the HTTP layer refuses itself comes in
+# OpenAI's envelope {"error":{"message","type","param":null,"code"}}, with no daemon
+# fields, even when the head never parsed (the target is read from the raw line).
+# envelopes REQ...: each request (printf escapes) on its own connection; one line per
+# answer: "STATUS type=T code=C param=P fields=F | MESSAGE" ("not-json" if it is not).
+envelopes() {
+  python3 - "$PORT" "$@" <<'PY'
+import json, socket, sys
+for req in sys.argv[2:]:
+    s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+    s.sendall(req.encode().decode("unicode_escape").encode("latin-1"))
+    s.settimeout(3)
+    t = b""
+    try:
+        while True:
+            b = s.recv(65536)
+            if not b: break
+            t += b
+    except (socket.timeout, ConnectionResetError):
+        pass
+    t = t.decode("latin-1")
+    status = t.split(" ", 2)[1] if t.startswith("HTTP/1.1 ") else "?"
+    try:
+        e = json.loads(t.split("\r\n\r\n", 1)[1])["error"]
+        m = e.get("message")
+        print(status, "type=%s code=%s param=%s fields=%s | %s" % (e.get("type"), e.get("code"),
+              json.dumps(e.get("param", "absent")), ",".join(sorted(e)), m if isinstance(m, str) and m else "NO MESSAGE"))
+    except Exception as x:
+        print(status, "not-json", type(x).__name__)
+PY
+}
+big=$(head -c 20000 /dev/zero | tr '\0' a)
+mapfile -t got < <(envelopes \
+  "POST /v1/chat/completions HTTP/1.1\r\n${H}X-Big: $big\r\n\r\n" \
+  "POST /v1/chat/completions HTTP/1.1\r\n${H}Content-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n" \
+  "POST /v1/embeddings HTTP/1.1\r\n${H}Transfer-Encoding: gzip\r\n\r\n" \
+  "GET /v1/models HTTP/2.0\r\n$H\r\n" \
+  "POST /v1/completions HTTP/1.1\r\n${H}Transfer-Encoding: chunked\r\n\r\nzz\r\n" \
+  "GET /v1/models HTTP/1.1\r\n${H}Expect: something\r\n\r\n" \
+  "POST /api/v1/apply HTTP/1.1\r\n${H}X-Big: $big\r\n\r\n" \
+  "GET /v1 HTTP/1.1\r\n${H}Content-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n")
+F="param=null fields=code,message,param,type"
+expect_eq "/v1/: a 20 KB head is 431 in OpenAI's envelope" "${got[0]% | *}" "431 type=invalid_request_error code=headers_too_large $F"
+expect_eq "/v1/: Content-Length with Transfer-Encoding is 400 in OpenAI's envelope" "${got[1]% | *}" "400 type=invalid_request_error code=bad_request $F"
+expect_eq "...and says why" "${got[1]#* | }" "both Content-Length and Transfer-Encoding"
+expect_eq "/v1/: unknown transfer coding is 501, a server_error" "${got[2]% | *}" "501 type=server_error code=not_implemented $F"
+expect_eq "/v1/: a bad version (request line unparsed) is 505 in OpenAI's envelope" "${got[3]% | *}" "505 type=server_error code=http_version_not_supported $F"
+expect_eq "/v1/: malformed chunked body is 400 in OpenAI's envelope" "${got[4]% | *}" "400 type=invalid_request_error code=bad_request $F"
+expect_eq "/v1/: unknown Expect is 417 in OpenAI's envelope" "${got[5]% | *}" "417 type=invalid_request_error code=expectation_failed $F"
+# elsewhere the daemon's envelope stays (the CLI reads code/reason), and has a message
+expect_eq "/api/: a 20 KB head keeps the daemon's envelope, with a message" "${got[6]}" \
+  '431 type=None code=431 param="absent" fields=code,message,reason | request line and headers larger than 16 KiB'
+expect_eq "/v1 without the slash is not the OpenAI surface" "${got[7]% | *}" '400 type=None code=400 param="absent" fields=code,message,reason'
+
+# over the connection limit (4000) the target is unknown: the daemon's envelope, but
+# with error.message for OpenAI clients, and a Content-Length that is the body's
+out=$(python3 - "$PORT" <<'PY'
+import json, resource, socket, sys, time
+soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+if hard != resource.RLIM_INFINITY and hard < 4100:
+    print("skip: fd limit", hard); sys.exit(0)
+resource.setrlimit(resource.RLIMIT_NOFILE, (4100, hard))
+port = int(sys.argv[1])
+held = [socket.create_connection(("127.0.0.1", port)) for _ in range(4000)]
+s, out = None, b""
+for _ in range(50):                    # until the daemon has accepted all 4000
+    s = socket.create_connection(("127.0.0.1", port))
+    s.settimeout(2)
+    try:
+        out = s.recv(65536)
+    except socket.timeout:
+        out = b""
+    if out: break
+    s.close(); time.sleep(0.1)
+while True:
+    b = s.recv(65536)
+    if not b: break
+    out += b
+head, body = out.decode().split("\r\n\r\n", 1)
+cl = [int(l.split(":")[1]) for l in head.split("\r\n") if l.lower().startswith("content-length:")]
+print(head.split("\r\n")[0], "length-ok" if cl == [len(body.encode())] else "length %s for %d bytes" % (cl, len(body)),
+      json.loads(body)["error"]["message"])
+PY
+)
+if [[ $out == skip* ]]; then ok "over the connection limit ($out)"
+else expect_eq "over the connection limit: 503, exact length, error.message" "$out" "HTTP/1.1 503 Service Unavailable length-ok too many connections, retry later"; fi
 
 # the answer's framing: Date, Content-Length, JSON
 out=$(curl -s -D - -o /dev/null "$GPUAAS_SERVER/api/v1/workloads" -H "Authorization: Bearer $GPUAAS_TOKEN" | tr -d '\r')
