@@ -86,6 +86,7 @@ static const gx_cli_opt keys_ls_opts[] = {
 static const gx_cli_opt usage_opts[] = {
     {"group-by", 0, "G", "key (default), user, namespace, model or tier"},
     {"since", 0, "DURATION", "how far back, such as 1h, 7d (default 24h)"},
+    {"user", 0, "NAME", "only this user's usage (admin; a user always sees their own)"},
     {0},
 };
 
@@ -134,9 +135,10 @@ static const gx_cli_cmd commands[] = {
      mig_apply_opts, 1, 1, 1, gx_cli_run_gpus_mig_apply},
     {"get", "KIND [NAME]", "list objects of one kind, or one object by name",
      "KIND is clusterqueues (cq), localqueues (lq), resourceflavors (rf), cohorts (co),\n"
-     "workloadpriorityclasses (wpc), workloads (wl), nodes (no) or users; singular forms work too.\n"
+     "workloadpriorityclasses (wpc), workloads (wl), nodes (no), users, or the gateway's\n"
+     "tiers and models; singular forms work too.\n"
      "A LocalQueue or workload NAME may be written NS/NAME.\n",
-     "gpuaas get cq\ngpuaas get rf h100 -o yaml\ngpuaas get lq -n team-a\n",
+     "gpuaas get cq\ngpuaas get rf h100 -o yaml\ngpuaas get lq -n team-a\ngpuaas get tiers\n",
      get_opts, 1, 1, 2, gx_cli_run_get},
     {"users create", "NAME --namespaces A,B [--admin]", "create a user and print its token (admin)",
      "The token is printed once and cannot be shown again.\n",
@@ -155,9 +157,11 @@ static const gx_cli_cmd commands[] = {
      "gpuaas keys revoke 3f9a0c1b2d4e\n", no_opts, 1, 1, -1, gx_cli_run_keys_revoke},
     {"models", "", "list the gateway's models: served names, tiers, backend, readiness", NULL,
      "gpuaas models\ngpuaas models -o json\n", no_opts, 1, 0, 0, gx_cli_run_models},
-    {"usage", "[--group-by key|user|namespace|model|tier] [--since 24h]", "show tokens and requests used through the gateway",
-     "A user sees their own usage; an admin sees everyone's.\n",
-     "gpuaas usage\ngpuaas usage --group-by model --since 7d\n", usage_opts, 1, 0, 0, gx_cli_run_usage},
+    {"usage", "[--group-by key|user|namespace|model|tier] [--since 24h] [--user NAME]",
+     "show tokens and requests used through the gateway",
+     "A user sees their own usage; an admin sees everyone's, or one user's with --user.\n",
+     "gpuaas usage\ngpuaas usage --group-by model --since 7d\ngpuaas usage --user alice --group-by model\n",
+     usage_opts, 1, 0, 0, gx_cli_run_usage},
     {"whoami", "", "show who the token belongs to and what it may do", NULL,
      "gpuaas whoami\nGPUAAS_TOKEN=gpt_... gpuaas whoami -o json\n", no_opts, 1, 0, 0, gx_cli_run_whoami},
 };

@@ -147,6 +147,12 @@ static const char *const node_h[] = {"NAME", "APIVERSION"};
 static const char *const node_f[] = {"metadata.name", "apiVersion"};
 static const char *const user_h[] = {"NAME", "ADMIN", "NAMESPACES", "CREATED"};
 static const char *const user_f[] = {"name", "admin", "=join:namespaces", "createdAt"};
+/* the gateway's (src/maas): what keys create --tier and a request's "model" name */
+static const char *const tier_h[] = {"NAME", "REQUESTS", "TOKENS", "CONCURRENT", "KEY LIFETIME", "MAX TOKENS"};
+static const char *const tier_f[] = {"name", "=win:limits.requests", "=win:limits.tokens", "=nz:limits.maxConcurrentRequests",
+                                     "=dur:maxKeyLifetimeSeconds", "maxTokensPerRequest"};
+static const char *const model_h[] = {"NAME", "SERVED AS", "TIERS", "BACKEND", "STATE", "READY", "REPLICAS"};
+static const char *const model_f[] = {"name", "=join:servedNames", "=join:tiers", "backend", "state", "readyReplicas", "replicas"};
 
 static const kind kinds[] = {
     {"clusterqueues", "clusterqueue", "cq", "/api/v1/clusterqueues", "ClusterQueue", 0, 6, cq_h, cq_f},
@@ -157,6 +163,8 @@ static const kind kinds[] = {
      "WorkloadPriorityClass", 0, 3, wpc_h, wpc_f},
     {"nodes", "node", "no", "/api/v1/nodes", "Node", 0, 2, node_h, node_f},
     {"users", "user", NULL, "/api/v1/users", "user", 0, 4, user_h, user_f},
+    {"tiers", "tier", NULL, "/api/v1/tiers", "Tier", 0, 6, tier_h, tier_f},
+    {"models", "model", NULL, "/api/v1/models", "Model", 0, 7, model_h, model_f},
     {"workloads", "workload", "wl", "/api/v1/workloads", "workload", 1, 0, NULL, NULL},
 };
 
@@ -179,6 +187,38 @@ static const char *obj_ns(const json_t *o)
     return gx_cli_jstr_or(o, "namespace", gx_cli_jstr(o, "metadata.namespace"));
 }
 
+/* Rate-limit windows [{limit, windowSeconds}] as "60/1m, 10000/1d" ("-": none). */
+static const char *windows_cell(const json_t *ws, char *buf, size_t n)
+{
+    size_t i, o = 0;
+    const json_t *w;
+    buf[0] = 0;
+    json_array_foreach(ws, i, w) {
+        char lim[32], dur[32];
+        int wr = snprintf(buf + o, n - o, "%s%s/%s", o ? ", " : "", gx_cli_jnum(w, "limit", lim, sizeof lim),
+                          gx_cli_fmt_duration(json_integer_value(json_object_get(w, "windowSeconds")), dur, sizeof dur));
+        if (wr < 0 || (size_t)wr >= n - o) break;
+        o += (size_t)wr;
+    }
+    if (!o) snprintf(buf, n, "-");
+    return buf;
+}
+
+/* A computed cell ("=kind:path"), or NULL when f is a plain JSON path. */
+static const char *computed_cell(const char *f, const json_t *o, char *buf, size_t n)
+{
+    if (!strncmp(f, "=kv:", 4)) return gx_cli_kv(gx_cli_jget(o, f + 4), buf, n);
+    if (!strncmp(f, "=join:", 6)) return gx_cli_join(gx_cli_jget(o, f + 6), ", ", buf, n);
+    if (!strncmp(f, "=win:", 5)) return windows_cell(gx_cli_jget(o, f + 5), buf, n);
+    if (!strncmp(f, "=dur:", 5)) {   /* seconds as 30d, 12h; 0 or absent: "-" */
+        json_int_t secs = json_integer_value(gx_cli_jget(o, f + 5));
+        return secs > 0 ? gx_cli_fmt_duration(secs, buf, n) : "-";
+    }
+    if (!strncmp(f, "=nz:", 4))       /* a number where 0 means "no limit" */
+        return json_integer_value(gx_cli_jget(o, f + 4)) ? gx_cli_jnum(o, f + 4, buf, n) : "-";
+    return NULL;
+}
+
 static void get_table(const gx_cli_ctx *c, const kind *k, const json_t *items)
 {
     gx_cli_table *t = gx_cli_table_new(k->ncols, k->headers);
@@ -190,9 +230,8 @@ static void get_table(const gx_cli_ctx *c, const kind *k, const json_t *items)
         const char *cells[8];
         for (int col = 0; col < k->ncols; col++) {
             const char *f = k->fields[col];
-            if (!strncmp(f, "=kv:", 4)) cells[col] = gx_cli_kv(gx_cli_jget(o, f + 4), buf[col], sizeof buf[col]);
-            else if (!strncmp(f, "=join:", 6)) cells[col] = gx_cli_join(gx_cli_jget(o, f + 6), ", ", buf[col], sizeof buf[col]);
-            else if (!strcmp(k->headers[col], "CREATED")) cells[col] = gx_cli_fmt_since(gx_cli_jstr(o, f), gx_cli_now(c), buf[col], sizeof buf[col]);
+            if ((cells[col] = computed_cell(f, o, buf[col], sizeof buf[col]))) continue;
+            if (!strcmp(k->headers[col], "CREATED")) cells[col] = gx_cli_fmt_since(gx_cli_jstr(o, f), gx_cli_now(c), buf[col], sizeof buf[col]);
             else cells[col] = gx_cli_jnum(o, f, buf[col], sizeof buf[col]);
         }
         gx_cli_table_add(t, cells);

@@ -1,5 +1,5 @@
 /* cli/cmd_keys: the gateway from the command line: API keys (keys create, ls, revoke),
- * the models a user may call (models) and what was used (usage).
+ * the models a user may call (models) and what was used (usage, of one user with --user).
  * Owns: how a new API key is shown: once, on stdout alone on its line (so scripts can
  * take it), with the "store it now" advice on stderr, like users create.
  * Must not: store or cache keys anywhere. */
@@ -129,10 +129,13 @@ int gx_cli_run_models(gx_cli_ctx *c)
 int gx_cli_run_usage(gx_cli_ctx *c)
 {
     const char *g = gx_cli_opt_get(&c->args, "group-by"), *since = gx_cli_opt_get(&c->args, "since");
-    char path[300], ge[64], se[64];
+    const char *user = gx_cli_opt_get(&c->args, "user");
+    char path[400], ge[64], se[64], ue[200];
     if (!gx_cli_pct(g ? g : "key", ge, sizeof ge) || !gx_cli_pct(since ? since : "24h", se, sizeof se))
         return gx_cli_usage_error(c, "--group-by or --since too long");
-    snprintf(path, sizeof path, "/api/v1/usage?group_by=%s&since=%s", ge, se);
+    if (user && (!*user || strlen(user) > 63 || !gx_cli_pct(user, ue, sizeof ue)))
+        return gx_cli_usage_error(c, "--user wants a user name (at most 63 characters)");
+    snprintf(path, sizeof path, "/api/v1/usage?group_by=%s&since=%s%s%s", ge, se, user ? "&user=" : "", user ? ue : "");
     json_t *ans = gx_cli_get(&c->http, path);
     if (!ans) return 1;
     int rc = 0;

@@ -1,31 +1,46 @@
 /* maas/keys: API keys of the gateway ("gpa_<id>_<secret>").
  * Owns: minting (libsodium randomness), the keyed hash (BLAKE2b with the pepper in
  * <dataDir>/secret.key, as auth.c does for tokens), the in-memory table every request
- * is checked against (no SQLite on the request path), revocation and expiry.
+ * is checked against (no SQLite on the request path), revocation and expiry, and the
+ * caps on keys.
  * Must not: log, store or return a key in clear except once, to its creator.
  * A revocation is committed, then applied to the table before the answer, so the
  * very next request with that key is refused; expiry is checked on every request.
- * Each key carries its rate-limit bucket; usage.c saves and restores those. */
+ * Each key carries its rate-limit bucket; usage.c saves and restores those.
+ * Caps: only active keys (neither revoked nor expired) count, server-wide and per
+ * user, so that old keys never block new ones and one user cannot take every slot.
+ * Memory: every active key is held, and of the ended ones (revoked or expired) only
+ * the MAX_ENDED_HELD that ended last (listings still show recent revocations). Older
+ * ended keys are forgotten from memory when a key is created, and at start they are
+ * not loaded: they stay in SQLite (usage records name them; a forgotten key is still
+ * refused, as an unknown one). So the table holds at most MAX_ACTIVE_KEYS +
+ * MAX_ENDED_HELD keys (about 600 bytes each: ~65 MB at the defaults), plus ended keys
+ * that still have an answer in flight (its bucket's inflight; at most one per
+ * connection): those are never forgotten, since that answer settles into them. */
 #include <errno.h>
 #include <fcntl.h>
 #include <sodium.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include "api/daemon.h"
 #include "maas/maas_int.h"
 
 #define ID_LEN 12
 #define SECRET_LEN 32
-#define MAX_KEYS 100000
+#define MAX_ACTIVE_KEYS 100000      /* active keys on the server */
+#define MAX_USER_KEYS 100           /* active keys of one user */
+#define MAX_ENDED_HELD 10000        /* revoked or expired keys kept in memory */
 
 struct gx_maas_keys {
     gx_store *st;
     unsigned char pepper[crypto_generichash_KEYBYTES];
     gx_strmap by_id;           /* id -> gx_maas_key * */
-    gx_maas_key **all;
+    gx_maas_key **all;           /* in creation order */
     size_t n, cap;
+    size_t max_active, max_user, max_ended;
 };
 
 static void hash_secret(const gx_maas_keys *k, const char *secret, size_t n, unsigned char out[GX_MAAS_HASH])
@@ -52,12 +67,81 @@ static void add_mem(gx_maas_keys *k, gx_maas_key *key)
     gx_strmap_put(&k->by_id, key->id, key);
 }
 
+/* Usable now: neither revoked nor expired (as gx_maas_keys_check decides). */
+static int key_active(const gx_maas_key *key, int64_t now)
+{
+    return !key->revoked_ms && (!key->expires_ms || now < key->expires_ms);
+}
+
+/* When an ended key stopped working: its revocation, else its expiry. */
+static int64_t ended_ms(const gx_maas_key *key)
+{
+    return key->revoked_ms ? key->revoked_ms : key->expires_ms;
+}
+
+static int by_ended(const void *a, const void *b)
+{
+    const gx_maas_key *x = *(gx_maas_key *const *)a, *y = *(gx_maas_key *const *)b;
+    int64_t ex = ended_ms(x), ey = ended_ms(y);
+    if (ex != ey) return (ex > ey) - (ex < ey);
+    return (x->created_ms > y->created_ms) - (x->created_ms < y->created_ms);
+}
+
+/* Forget (from memory only: SQLite keeps them) the ended keys beyond the keep that
+ * ended last, oldest first, skipping any with an answer in flight. The table keeps
+ * its creation order. Returns how many were forgotten. */
+static size_t forget_ended(gx_maas_keys *k, int64_t now, size_t keep)
+{
+    size_t nend = 0;
+    for (size_t i = 0; i < k->n; i++) nend += !key_active(k->all[i], now);
+    if (nend <= keep) return 0;
+    gx_maas_key **v = malloc(nend * sizeof *v);
+    if (!v) abort();
+    size_t j = 0;
+    for (size_t i = 0; i < k->n; i++)
+        if (!key_active(k->all[i], now)) v[j++] = k->all[i];
+    qsort(v, nend, sizeof *v, by_ended);
+    size_t gone = 0;
+    for (j = 0; j < nend && gone < nend - keep; j++) {
+        if (v[j]->bucket.inflight > 0) continue;
+        gx_strmap_del(&k->by_id, v[j]->id);
+        v[j]->id[0] = 0;                  /* marks it for the compaction below */
+        gone++;
+    }
+    free(v);
+    size_t o = 0;
+    for (size_t i = 0; i < k->n; i++) {
+        gx_maas_key *key = k->all[i];
+        if (key->id[0]) { k->all[o++] = key; continue; }
+        sodium_memzero(key->hash, sizeof key->hash);
+        free(key);
+    }
+    k->n = o;
+    return gone;
+}
+
+/* GPUAAS_GATEWAY_KEY_CAPS=ACTIVE,PER_USER,ENDED_HELD lowers the caps, so that tests
+ * can reach them with a few keys; a value above the default keeps the default. */
+static void caps_from_env(gx_maas_keys *k)
+{
+    k->max_active = MAX_ACTIVE_KEYS;
+    k->max_user = MAX_USER_KEYS;
+    k->max_ended = MAX_ENDED_HELD;
+    const char *e = getenv("GPUAAS_GATEWAY_KEY_CAPS");
+    long a, u, d;
+    if (!e || sscanf(e, "%ld,%ld,%ld", &a, &u, &d) != 3) return;
+    if (a > 0 && a < MAX_ACTIVE_KEYS) k->max_active = (size_t)a;
+    if (u > 0 && u < MAX_USER_KEYS) k->max_user = (size_t)u;
+    if (d >= 0 && d < MAX_ENDED_HELD) k->max_ended = (size_t)d;
+}
+
 gx_maas_keys *gx_maas_keys_open(gx_store *st, const char *data_dir, gx_err *err)
 {
     gx_maas_keys *k = calloc(1, sizeof *k);
     if (!k) { gx_errf(err, 500, "", "out of memory"); return NULL; }
     k->st = st;
     gx_strmap_init(&k->by_id);
+    caps_from_env(k);
     /* auth.c created the pepper before us; one pepper for tokens and keys */
     char path[4096];
     snprintf(path, sizeof path, "%s/secret.key", data_dir);
@@ -90,6 +174,10 @@ gx_maas_keys *gx_maas_keys_open(gx_store *st, const char *data_dir, gx_err *err)
         add_mem(k, key);
     }
     json_decref(rows);
+    /* the loop's clock is not ours here; expiry at start needs only the wall clock */
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    forget_ended(k, (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000, k->max_ended);
     return k;
 }
 
@@ -129,33 +217,58 @@ gx_maas_key *gx_maas_keys_check(gx_maas_keys *k, const char *bearer, int64_t now
 
 gx_maas_key *gx_maas_keys_get(gx_maas_keys *k, const char *id) { return gx_strmap_get(&k->by_id, id); }
 
+/* Refuse a new key of user when a cap on active keys is reached (422, the API's
+ * answer to every "at its limit"), saying which cap and what to do. */
+static int check_caps(const gx_maas_keys *k, const char *user, int64_t now, gx_err *err)
+{
+    size_t active = 0, mine = 0;
+    for (size_t i = 0; i < k->n; i++) {
+        const gx_maas_key *key = k->all[i];
+        if (!key_active(key, now)) continue;
+        active++;
+        mine += !strcmp(key->user, user);
+    }
+    if (mine >= k->max_user)
+        return gx_errf(err, 422, "", "user %s already has %zu active API keys, the most one user may have; "
+                       "revoke one first (gpuaas keys ls lists them, gpuaas keys revoke ID)", user, mine);
+    if (active >= k->max_active)
+        return gx_errf(err, 422, "", "the server holds %zu active API keys, its limit; revoked and expired "
+                       "keys do not count, so revoking unused keys makes room", active);
+    return 0;
+}
+
 gx_maas_key *gx_maas_keys_create(gx_maas_keys *k, const char *name, const char *user, const char *ns,
                                  const char *tier, int64_t now, int64_t expires_ms, char *out, size_t outn,
                                  gx_err *err)
 {
-    if (k->n >= MAX_KEYS) { gx_errf(err, 422, "", "the server holds %d keys, its limit", MAX_KEYS); return NULL; }
+    if (check_caps(k, user, now, err)) return NULL;
+    forget_ended(k, now, k->max_ended);   /* the table's bound: see the top of the file */
     static const char alnum[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
     gx_maas_key *key = calloc(1, sizeof *key);
     if (!key) abort();
-    do {
-        unsigned char r[ID_LEN / 2];
-        randombytes_buf(r, sizeof r);
-        for (size_t i = 0; i < sizeof r; i++) snprintf(key->id + 2 * i, 3, "%02x", r[i]);
-    } while (gx_strmap_get(&k->by_id, key->id));
-    char secret[SECRET_LEN + 1];
-    for (int i = 0; i < SECRET_LEN; i++) secret[i] = alnum[randombytes_uniform(sizeof alnum - 1)];
-    secret[SECRET_LEN] = 0;
-    hash_secret(k, secret, SECRET_LEN, key->hash);
     snprintf(key->name, sizeof key->name, "%s", name);
     snprintf(key->user, sizeof key->user, "%s", user);
     snprintf(key->ns, sizeof key->ns, "%s", ns);
     snprintf(key->tier, sizeof key->tier, "%s", tier);
     key->created_ms = now;
     key->expires_ms = expires_ms;
+    char secret[SECRET_LEN + 1];
+    for (int i = 0; i < SECRET_LEN; i++) secret[i] = alnum[randombytes_uniform(sizeof alnum - 1)];
+    secret[SECRET_LEN] = 0;
+    hash_secret(k, secret, SECRET_LEN, key->hash);
+    /* unique among the keys in memory; a forgotten key's id (48 random bits) could
+     * still clash in SQLite, whose primary key then refuses the insert: an error the
+     * user retries, never two keys with one id */
+    do {
+        unsigned char r[ID_LEN / 2];
+        randombytes_buf(r, sizeof r);
+        for (size_t i = 0; i < sizeof r; i++) snprintf(key->id + 2 * i, 3, "%02x", r[i]);
+    } while (gx_strmap_get(&k->by_id, key->id));
     gx_store_api_key row = {.id = key->id, .name = key->name, .user = key->user, .ns = key->ns, .tier = key->tier,
                             .hash = key->hash, .hash_len = GX_MAAS_HASH, .created_ms = now, .expires_ms = expires_ms};
     if (gx_store_put_api_key(k->st, &row, err)) {
         sodium_memzero(secret, sizeof secret);
+        sodium_memzero(key->hash, sizeof key->hash);
         free(key);
         return NULL;
     }

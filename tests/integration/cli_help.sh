@@ -64,6 +64,7 @@ declare -A OPTS=(
   [users ls]="-o --output"
   [users delete]="-o --output"
   [whoami]="-o --output"
+  [usage]="--group-by --since --user -o --output"
 )
 COMMON="--server --token --token-file -h --help"
 
@@ -110,6 +111,11 @@ expect ls-n-and-A 2 err "not both" -- "$BIN" ls -n team-a -A
 expect bad-state 2 err "sleeping" -- "$BIN" ls --state sleeping
 expect bad-pod 2 err "--pod" -- "$BIN" logs --pod x a/b
 expect users-create-no-ns 2 err "--namespaces" -- "$BIN" users create bob
+# the gateway's: the hint names a command that exists (get tiers), usage takes --user
+expect keys-create-no-tier 2 err "gpuaas get tiers lists them" -- "$BIN" keys create laptop
+expect get-help-gateway-kinds 0 out "tiers and models" -- "$BIN" get --help
+expect usage-help-user 0 out "--user NAME" -- "$BIN" usage --help
+expect usage-user-empty 2 err "--user wants a user name" -- "$BIN" usage --user ""
 
 # An unreachable server: a loopback port nothing listens on.
 port=1
@@ -117,9 +123,9 @@ if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
   port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])' 2>/dev/null || echo 1)
 fi
 url="http://127.0.0.1:$port"
-for args in "ls" "whoami" "queues" "show team-a/x" "logs team-a/x" "gpus" "get cq"; do
+for args in "ls" "whoami" "queues" "show team-a/x" "logs team-a/x" "gpus" "get cq" "get tiers" "usage --user alice"; do
   read -r -a words <<<"$args"
-  name="unreachable-${words[0]}"
+  name="unreachable-${args// /-}"
   if expect_rc "$name" 1 -- "$BIN" "${words[@]}" --server "$url" --token t; then
     want="error: cannot reach gpuaas at $url: is the daemon running? (start it with: make run)"
     if grep -qxF "$want" "$tmp/err"; then ok "$name"; else fail "$name" "stderr: $(cat "$tmp/err")"; fi
