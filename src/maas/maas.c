@@ -396,19 +396,33 @@ static void keys_api(gx_maas *m, const gx_user *u, gx_req *req, gx_resp *resp, c
     }
 }
 
+/* Does the tier let user u create a key in any namespace of theirs? (A user with no
+ * namespace gets keys in "default", as create_key decides.) */
+static int tier_open_to(const gx_maas_tier *t, const gx_user *u)
+{
+    if (u->admin || !json_array_size(u->namespaces)) return allowed_tier(t, u, "default");
+    size_t i;
+    json_t *x;
+    json_array_foreach(u->namespaces, i, x) if (allowed_tier(t, u, json_string_value(x))) return 1;
+    return 0;
+}
+
+static json_t *limits_view(const gx_maas_limits *l)
+{
+    json_t *req = json_array(), *tok = json_array();
+    for (int i = 0; i < l->nreq; i++)
+        json_array_append_new(req, json_pack("{s:I,s:I}", "limit", (json_int_t)l->req[i].limit,
+                                             "windowSeconds", (json_int_t)(l->req[i].len_ms / 1000)));
+    for (int i = 0; i < l->ntok; i++)
+        json_array_append_new(tok, json_pack("{s:I,s:I}", "limit", (json_int_t)l->tok[i].limit,
+                                             "windowSeconds", (json_int_t)(l->tok[i].len_ms / 1000)));
+    return json_pack("{s:o,s:o,s:i}", "requests", req, "tokens", tok, "maxConcurrentRequests", l->max_concurrent);
+}
+
 static json_t *tier_view(const gx_maas_tier *t)
 {
-    json_t *lim = json_object(), *req = json_array(), *tok = json_array();
-    for (int i = 0; i < t->per_key.nreq; i++)
-        json_array_append_new(req, json_pack("{s:I,s:I}", "limit", (json_int_t)t->per_key.req[i].limit,
-                                             "windowSeconds", (json_int_t)(t->per_key.req[i].len_ms / 1000)));
-    for (int i = 0; i < t->per_key.ntok; i++)
-        json_array_append_new(tok, json_pack("{s:I,s:I}", "limit", (json_int_t)t->per_key.tok[i].limit,
-                                             "windowSeconds", (json_int_t)(t->per_key.tok[i].len_ms / 1000)));
-    json_object_set_new(lim, "requests", req);
-    json_object_set_new(lim, "tokens", tok);
-    json_object_set_new(lim, "maxConcurrentRequests", json_integer(t->per_key.max_concurrent));
-    return json_pack("{s:s,s:o,s:I,s:I,s:i}", "name", t->name, "limits", lim, "maxKeyLifetimeSeconds",
+    return json_pack("{s:s,s:o,s:o,s:I,s:I,s:i}", "name", t->name, "limits", limits_view(&t->per_key),
+                     "sharedLimits", limits_view(&t->shared), "maxKeyLifetimeSeconds",
                      (json_int_t)(t->max_key_life_ms / 1000), "maxTokensPerRequest", (json_int_t)t->max_tokens,
                      "inFlight", t->bucket.inflight);
 }
@@ -435,8 +449,8 @@ static void objects_api(gx_maas *m, const gx_user *u, gx_req *req, gx_resp *resp
             gx_maas_model *md = map->vals[i];
             if (md->present) json_array_append_new(items, gx_maas_model_view(md));
         } else {
-            gx_maas_tier *t = map->vals[i];
-            if (t->present) json_array_append_new(items, tier_view(t));
+            gx_maas_tier *t = map->vals[i];   /* a user sees the tiers they may use */
+            if (t->present && tier_open_to(t, u)) json_array_append_new(items, tier_view(t));
         }
     }
     if (nseg == 3) { gx_resp_json(resp, 200, json_pack("{s:o}", "items", items)); return; }
@@ -457,7 +471,11 @@ static void usage_api(gx_maas *m, const gx_user *u, gx_req *req, gx_resp *resp)
         else if (strspn(since, "0123456789") == strlen(since) && *since) from = strtoll(since, NULL, 10);
         else { gx_resp_errorf(resp, 400, "since must be a duration (24h, 7d) or epoch milliseconds"); return; }
     }
-    if (!u->admin) who = u->name; /* a user sees their own usage */
+    if (!u->admin && who && strcmp(who, u->name)) {   /* a user sees their own usage only */
+        gx_resp_errorf(resp, 403, "only an admin may see another user's usage (you are %s)", u->name);
+        return;
+    }
+    if (!u->admin) who = u->name;
     gx_err e;
     gx_err_clear(&e);
     json_t *items = gx_maas_usage_query(m->usage, g ? g : "key", from, who, &e);

@@ -123,6 +123,29 @@ expect_eq "admin: usage --user bob shows bob's alone" "$("$G" usage --group-by u
 expect_eq "usage --user by key: bob's key only" "$("$G" usage --user bob -o json | jq -r '[.items[].group] | join(",")')" "$(idof "$B2")"
 expect_eq "usage --user with a name too long is a usage error" \
   "$("$G" usage --user "$(head -c 64 /dev/zero | tr '\0' a)" >/dev/null 2>&1; echo $?)" 2
+expect_eq "a user asking for another user's usage gets 403" \
+  "$(status_of "$(TOKEN=$ALICE api GET '/api/v1/usage?user=bob')")" 403
+expect_eq "...and their own with user= set to themself" \
+  "$(status_of "$(TOKEN=$ALICE api GET '/api/v1/usage?user=alice')")" 200
+
+# ---- a user lists the tiers open to them; the view shows shared limits too ---------------
+cat >"$TMP/tiers.yaml" <<YAML
+apiVersion: gpuaas.dev/v1alpha1
+kind: Tier
+metadata: {name: team-b-only}
+spec:
+  namespaces: [team-b]
+  limits: {requestsPerMinute: 10}
+  sharedLimits: {tokensPerDay: 5000}
+YAML
+check "apply a Tier open to team-b only" "$G" apply -f "$TMP/tiers.yaml"
+tiers_of() { TOKEN=$1 api GET /api/v1/tiers | sed '$d' | jq -r '[.items[].name] | sort | join(",")'; }
+expect_eq "alice (team-a) sees only free" "$(tiers_of "$ALICE")" "free"
+expect_eq "bob (team-b) sees both" "$(tiers_of "$BOB")" "free,team-b-only"
+expect_eq "the admin sees both" "$(tiers_of "$GPUAAS_TOKEN")" "free,team-b-only"
+expect_eq "GET of a tier not open to alice is 404" "$(status_of "$(TOKEN=$ALICE api GET /api/v1/tiers/team-b-only)")" 404
+expect_eq "the tier's view carries its sharedLimits" \
+  "$(TOKEN=$BOB api GET /api/v1/tiers/team-b-only | sed '$d' | jq -c '.sharedLimits.tokens')" '[{"limit":5000,"windowSeconds":86400}]'
 
 check "daemon still running" kill -0 "$DAEMON_PID"
 finish
