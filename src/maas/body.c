@@ -1,7 +1,9 @@
 /* maas/body: the fields the gateway reads from a request body, by a scan of the bytes
- * (the fast path) or from a jansson tree (the reference, and the fallback).
+ * (the fast path) or from a jansson tree (the reference, and the fallback), and the body
+ * it forwards when it must change it.
  * Owns: the scan, and the rules shared by both: which field wins (max_completion_tokens
- * over max_tokens), what counts as text for the prompt estimate.
+ * over max_tokens), what counts as text for the prompt estimate; the upstream body
+ * (usage asked for, the granted completion limit), changed as little as it can be.
  * Must not: accept anything jansson with JSON_REJECT_DUPLICATES rejects. Each check
  * below is as strict as jansson's or stricter; where it would need more than a few
  * lines to match jansson exactly (escaped keys, exponents, integers past 18 digits,
@@ -12,6 +14,8 @@
  * gateway loop's CPU (jansson, malloc and free in perf); the scan reads the bytes once
  * and allocates nothing. tests/unit/test_maas_body.c holds it to the tree's answers on
  * hand-written and on randomly mutated bodies. */
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include "maas/body.h"
 
@@ -31,13 +35,13 @@ typedef struct val {
     int64_t ulen;    /* T_STR: bytes once unescaped */
     int64_t i;       /* T_INT */
     int64_t count;   /* T_ARR: elements */
+    int first;       /* T_ARR: the first element's type (-1: empty) */
 } val;
 
 typedef struct scan {
     const char *p, *e;
     gx_maas_body *out;
-    int has_mct, has_mt, so_usage;
-    int64_t mct, mt;
+    int so_usage;
 } scan;
 
 static int value(scan *s, int depth, int td, val *v, int mode);
@@ -178,13 +182,14 @@ static void keep_model(gx_maas_body *o, const char *p, size_t n)
 static int arr(scan *s, int depth, int td, val *v)
 {
     int64_t n = 0;
+    v->first = -1;
     s->p++;
     ws(s);
     if (s->p < s->e && *s->p == ']') s->p++;
     else for (;;) {
         val x;
         if (value(s, depth + 1, td < 0 ? -1 : td + 1, &x, M_PLAIN)) return -1;
-        n++;
+        if (!n++) v->first = x.type;
         ws(s);
         if (s->p >= s->e) return -1;
         if (*s->p == ']') { s->p++; break; }
@@ -194,6 +199,11 @@ static int arr(scan *s, int depth, int td, val *v)
     v->type = T_ARR;
     v->count = n;
     return 0;
+}
+
+static int kind_of(const val *x)
+{
+    return x->type == T_INT ? GX_MAAS_F_INT : x->type == T_NULL ? GX_MAAS_F_NULL : GX_MAAS_F_OTHER;
 }
 
 /* A member of the body itself: the fields the gateway reads. */
@@ -210,13 +220,18 @@ static int top_member(scan *s, const val *k, const val *x)
     } else if (key_is(k, "stream_options")) {
         o->stream_opts = x->type == T_OBJ && s->so_usage ? 1 : 2;
     } else if (key_is(k, "max_completion_tokens")) {
-        if (x->type == T_INT) s->has_mct = 1, s->mct = x->i;
+        o->mct_kind = kind_of(x);
+        if (x->type == T_INT) o->mct = x->i;
     } else if (key_is(k, "max_tokens")) {
-        if (x->type == T_INT) s->has_mt = 1, s->mt = x->i;
+        o->mt_kind = kind_of(x);
+        if (x->type == T_INT) o->mt = x->i;
     } else if (key_is(k, "n")) {
+        o->n_kind = kind_of(x);
         if (x->type == T_INT) o->has_n = 1, o->n = x->i;
     } else if (key_is(k, "messages")) {
         if (x->type == T_ARR) o->messages = x->count;
+    } else if (key_is(k, "prompt")) {
+        if (x->type == T_ARR && (x->first == T_STR || x->first == T_ARR)) o->prompts = x->count;
     }
     return 0;
 }
@@ -280,8 +295,18 @@ static int value(scan *s, int depth, int td, val *v, int mode)
 static void clear(gx_maas_body *o)
 {
     o->has_model = o->model_long = o->stream = o->stream_opts = o->has_max = o->has_n = 0;
+    o->mt_kind = o->mct_kind = o->n_kind = 0;
     o->model[0] = 0;
-    o->max_tokens = o->n = o->text_bytes = o->messages = 0;
+    o->max_tokens = o->n = o->text_bytes = o->messages = o->mt = o->mct = 0;
+    o->prompts = 1;
+}
+
+/* The rule both readers share: max_completion_tokens wins when it is an integer (as in
+ * vLLM, `max_completion_tokens or max_tokens`). */
+static void effective_max(gx_maas_body *o)
+{
+    if (o->mct_kind == GX_MAAS_F_INT) o->has_max = 1, o->max_tokens = o->mct;
+    else if (o->mt_kind == GX_MAAS_F_INT) o->has_max = 1, o->max_tokens = o->mt;
 }
 
 int gx_maas_body_scan(const char *p, size_t len, gx_maas_body *out)
@@ -293,8 +318,7 @@ int gx_maas_body_scan(const char *p, size_t len, gx_maas_body *out)
     if (s.p >= s.e || *s.p != '{' || obj(&s, 0, -1, &v, M_TOP)) return 1;
     ws(&s);
     if (s.p != s.e) return 1;
-    if (s.has_mct) out->has_max = 1, out->max_tokens = s.mct;
-    else if (s.has_mt) out->has_max = 1, out->max_tokens = s.mt;
+    effective_max(out);
     return 0;
 }
 
@@ -314,6 +338,11 @@ static int64_t text_bytes(const json_t *v, int depth)
     return n;
 }
 
+static int json_kind(const json_t *v)
+{
+    return !v ? GX_MAAS_F_ABSENT : json_is_integer(v) ? GX_MAAS_F_INT : json_is_null(v) ? GX_MAAS_F_NULL : GX_MAAS_F_OTHER;
+}
+
 void gx_maas_body_of_json(const json_t *b, gx_maas_body *out)
 {
     clear(out);
@@ -325,13 +354,105 @@ void gx_maas_body_of_json(const json_t *b, gx_maas_body *out)
     out->stream = json_is_true(json_object_get(b, "stream"));
     const json_t *so = json_object_get(b, "stream_options");
     if (so) out->stream_opts = json_is_object(so) && json_is_true(json_object_get(so, "include_usage")) ? 1 : 2;
-    const json_t *mt = json_object_get(b, "max_completion_tokens");
-    if (!json_is_integer(mt)) mt = json_object_get(b, "max_tokens");
-    if (json_is_integer(mt)) out->has_max = 1, out->max_tokens = json_integer_value(mt);
+    const json_t *mct = json_object_get(b, "max_completion_tokens"), *mt = json_object_get(b, "max_tokens");
+    out->mct_kind = json_kind(mct);
+    if (json_is_integer(mct)) out->mct = json_integer_value(mct);
+    out->mt_kind = json_kind(mt);
+    if (json_is_integer(mt)) out->mt = json_integer_value(mt);
+    effective_max(out);
     const json_t *n = json_object_get(b, "n");
+    out->n_kind = json_kind(n);
     if (json_is_integer(n)) out->has_n = 1, out->n = json_integer_value(n);
+    const json_t *pr = json_object_get(b, "prompt"), *p0 = json_array_get(pr, 0);
+    if (json_is_string(p0) || json_is_array(p0)) out->prompts = (int64_t)json_array_size(pr);
     const json_t *msgs = json_object_get(b, "messages");
     out->text_bytes = text_bytes(msgs, 0) + text_bytes(json_object_get(b, "prompt"), 0) +
                       text_bytes(json_object_get(b, "input"), 0);
     out->messages = json_is_array(msgs) ? (int64_t)json_array_size(msgs) : 0;
+}
+
+/* ---- the body sent upstream ------------------------------------------------------------ */
+
+/* Some limit field of `fields` is in the body (whatever it holds). */
+static int limit_present(const gx_maas_body *b, int fields)
+{
+    return ((fields & GX_MAAS_FIELD_MT) && b->mt_kind) || ((fields & GX_MAAS_FIELD_MCT) && b->mct_kind);
+}
+
+/* The bytes already bound the completion to the grant: some limit field is present and
+ * every one present is an integer in 1..grant (whichever field the upstream reads). */
+static int limit_said(const gx_maas_body *b, int fields, int64_t grant)
+{
+    if ((fields & GX_MAAS_FIELD_MT) && b->mt_kind && (b->mt_kind != GX_MAAS_F_INT || b->mt < 1 || b->mt > grant))
+        return 0;
+    if ((fields & GX_MAAS_FIELD_MCT) && b->mct_kind && (b->mct_kind != GX_MAAS_F_INT || b->mct < 1 || b->mct > grant))
+        return 0;
+    return limit_present(b, fields);
+}
+
+/* Members inserted right after the body's opening brace: every byte the client sent
+ * stays as sent, and no tree is built (this runs for every request that names no
+ * max_tokens, or streams without asking for usage). */
+static int insert_members(const char *p, size_t len, int usage, int64_t grant, char **out, size_t *out_len)
+{
+    static const char so[] = "\"stream_options\":{\"include_usage\":true},";
+    char ins[sizeof so + 40];
+    size_t k = 0;
+    if (usage) memcpy(ins, so, sizeof so - 1), k = sizeof so - 1;
+    if (grant > 0) k += (size_t)snprintf(ins + k, sizeof ins - k, "\"max_tokens\":%lld,", (long long)grant);
+    const char *brace = memchr(p, '{', len), *q;
+    if (!brace) return -1;
+    size_t pre = (size_t)(brace - p) + 1;
+    for (q = brace + 1; q < p + len && (*q == ' ' || *q == '\n' || *q == '\r' || *q == '\t'); q++) {}
+    if (q < p + len && *q == '}') k--;   /* an empty object: no comma after the last member */
+    char *b = malloc(len + k + 1);
+    if (!b) abort();
+    memcpy(b, p, pre);
+    memcpy(b + pre, ins, k);
+    memcpy(b + pre + k, p + pre, len - pre);
+    b[len + k] = 0;
+    *out = b;
+    *out_len = len + k;
+    return 0;
+}
+
+/* A limit field the client sent that does not keep to the grant is set to it. */
+static void lower_field(json_t *tree, const char *name, int64_t grant)
+{
+    json_t *v = json_object_get(tree, name);
+    if (!v || (json_is_integer(v) && json_integer_value(v) >= 1 && json_integer_value(v) <= grant)) return;
+    json_object_set_new(tree, name, json_integer(grant));
+}
+
+int gx_maas_body_upstream(const char *p, size_t len, const gx_maas_body *b, json_t **tree, int add_usage, int fields,
+                          int64_t grant, char **out, size_t *out_len)
+{
+    *out = NULL;
+    *out_len = 0;
+    int usage = add_usage && b->stream_opts != 1;
+    int limit = grant > 0 && !limit_said(b, fields, grant);
+    if (!usage && !limit) return 0;   /* the fast path: the client's bytes */
+    int add_limit = limit && !limit_present(b, fields);
+    if ((!usage || !b->stream_opts) && (!limit || add_limit))
+        return insert_members(p, len, usage, limit ? grant : 0, out, out_len);
+    /* a field to change in place (a limit above the grant, a null one, stream_options
+     * without include_usage): through the tree, which keeps the keys unique */
+    if (!*tree) *tree = json_loadb(p, len, JSON_REJECT_DUPLICATES, NULL);
+    if (!json_is_object(*tree)) return -1;
+    if (usage) {
+        json_t *so = json_object_get(*tree, "stream_options");
+        if (!so || json_is_null(so)) json_object_set_new(*tree, "stream_options", so = json_object());
+        if (!json_is_object(so)) return -1;
+        json_object_set_new(so, "include_usage", json_true());
+    }
+    if (add_limit) {
+        json_object_set_new(*tree, "max_tokens", json_integer(grant));
+    } else if (limit) {
+        if (fields & GX_MAAS_FIELD_MT) lower_field(*tree, "max_tokens", grant);
+        if (fields & GX_MAAS_FIELD_MCT) lower_field(*tree, "max_completion_tokens", grant);
+    }
+    *out = json_dumps(*tree, JSON_COMPACT);
+    if (!*out) return -1;
+    *out_len = strlen(*out);
+    return 0;
 }

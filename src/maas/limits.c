@@ -5,9 +5,14 @@
  * Exactness: an admission checks used + reserved + cost <= limit for every window of
  * the key and of the tier, then takes all of them at once (one thread: no race), so
  * however many requests race, the tokens charged in a window never pass its limit as
- * long as the upstream keeps to max_tokens (the reservation is the worst case).
+ * long as the upstream keeps to the grant (the reservation is the worst case; proxy.c
+ * writes the grant into the body it forwards).
+ * Grants: a request that names a completion limit reserves its prompt plus min(limit,
+ * cap) per completion or is refused; one that names none is granted what every window
+ * has left, up to the cap, computed and reserved in the same call.
  * Restarts: admission and settlement mark the buckets dirty; usage.c saves them from
  * the tick (never here, on the request path) and gx_maas_bucket_restore puts them back. */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -215,9 +220,72 @@ static const char *who_of(char *out, size_t n, const char *tier, int shared)
     return out;
 }
 
-/* Would this request fit? Fills the verdict's numbers for the tightest window. */
-static int check(const gx_maas_limits *l, const gx_maas_bucket *b, int64_t cost, int64_t now, gx_maas_verdict *v,
-                 const char *tier, int shared)
+/* The window a refusal names: its headers are that window's, not the tightest one's. */
+typedef struct refusal { int kind; int64_t lim, rem, reset_ms; } refusal;   /* kind: 0 none, 1 requests, 2 tokens */
+
+static void refuse_req(const gx_maas_limits *l, const gx_maas_bucket *b, int i, int64_t now, gx_maas_verdict *v,
+                       refusal *r, const char *tier, int shared)
+{
+    char who[96];
+    v->result = GX_MAAS_LIM_REQUESTS;
+    v->never = l->req[i].limit < 1;
+    v->retry_ms = b->req_start[i] + l->req[i].len_ms - now;
+    *r = (refusal){1, l->req[i].limit, l->req[i].limit - b->req_used[i], v->retry_ms};
+    snprintf(v->msg, sizeof v->msg, "Rate limit reached for %s on requests per %llds: Limit %lld, Used %lld. %s",
+             who_of(who, sizeof who, tier, shared), (long long)(l->req[i].len_ms / 1000), (long long)l->req[i].limit,
+             (long long)b->req_used[i], v->never ? "No request is allowed." : "");
+    if (!v->never) {
+        size_t k = strlen(v->msg);
+        snprintf(v->msg + k, sizeof v->msg - k, "Please try again in %.3fs.", (double)v->retry_ms / 1000);
+    }
+}
+
+/* Why a request is larger than a window's whole limit, and what to change. */
+static void too_big_hint(const gx_maas_ask *a, int64_t limit, char *out, size_t n)
+{
+    if (!a->choices)
+        snprintf(out, n, "shorten the input");
+    else if (a->prompt + a->choices > limit)
+        snprintf(out, n, "shorten the prompt (about %lld tokens)%s", (long long)a->prompt, a->choices > 1 ? " or lower n" : "");
+    else
+        snprintf(out, n, "lower max_tokens to at most %lld", (long long)((limit - a->prompt) / a->choices));
+}
+
+static void refuse_tok(const gx_maas_limits *l, const gx_maas_bucket *b, int i, const gx_maas_ask *a, int64_t cost,
+                       int never, int64_t now, gx_maas_verdict *v, refusal *r, const char *tier, int shared)
+{
+    char who[96], hint[96] = "";
+    int64_t used = b->tok_used[i] + b->tok_reserved;
+    v->result = never ? GX_MAAS_LIM_TOO_BIG : GX_MAAS_LIM_TOKENS;
+    v->never = never;
+    v->retry_ms = b->tok_start[i] + l->tok[i].len_ms - now;
+    *r = (refusal){2, l->tok[i].limit, l->tok[i].limit - used, v->retry_ms};
+    if (!never && b->tok_reserved && v->retry_ms > 1000) v->retry_ms = 1000; /* in-flight requests may give tokens back */
+    if (never) too_big_hint(a, l->tok[i].limit, hint, sizeof hint);
+    snprintf(v->msg, sizeof v->msg, "Rate limit reached for %s on tokens per %llds: Limit %lld, Used %lld, "
+             "Requested %lld.%s%s%s", who_of(who, sizeof who, tier, shared), (long long)(l->tok[i].len_ms / 1000),
+             (long long)l->tok[i].limit, (long long)used, (long long)cost,
+             never ? " The request alone is larger than the limit: " : " Please try again later.", hint, never ? "." : "");
+}
+
+/* Refused for good: a request window that allows none, or a token window whose whole
+ * limit is less than the least this request can cost (least: what a request that names
+ * no limit costs with one token per completion). Checked on every window of both
+ * buckets before anything else, so that a client is never told to retry what cannot
+ * succeed because a shorter window happened to refuse first. */
+static int never_fits(const gx_maas_limits *l, const gx_maas_bucket *b, const gx_maas_ask *a, int64_t least,
+                      int64_t now, gx_maas_verdict *v, refusal *r, const char *tier, int shared)
+{
+    for (int i = 0; i < l->nreq; i++)
+        if (l->req[i].limit < 1) { refuse_req(l, b, i, now, v, r, tier, shared); return -1; }
+    for (int i = 0; i < l->ntok; i++)
+        if (least > l->tok[i].limit) { refuse_tok(l, b, i, a, least, 1, now, v, r, tier, shared); return -1; }
+    return 0;
+}
+
+/* Would this request fit now? On a refusal, fills the verdict and *r. */
+static int check(const gx_maas_limits *l, const gx_maas_bucket *b, const gx_maas_ask *a, int64_t cost, int64_t now,
+                 gx_maas_verdict *v, refusal *r, const char *tier, int shared)
 {
     char who[96];
     if (l->max_concurrent && b->inflight >= l->max_concurrent) {
@@ -227,60 +295,84 @@ static int check(const gx_maas_limits *l, const gx_maas_bucket *b, int64_t cost,
                  "Please retry when one ends.", who_of(who, sizeof who, tier, shared), l->max_concurrent, b->inflight);
         return -1;
     }
-    for (int i = 0; i < l->nreq; i++) {
-        if (b->req_used[i] + 1 <= l->req[i].limit) continue;
-        v->result = GX_MAAS_LIM_REQUESTS;
-        v->retry_ms = b->req_start[i] + l->req[i].len_ms - now;
-        snprintf(v->msg, sizeof v->msg, "Rate limit reached for %s on requests per %llds: Limit %lld, Used %lld. "
-                 "Please try again in %.3fs.", who_of(who, sizeof who, tier, shared), (long long)(l->req[i].len_ms / 1000), (long long)l->req[i].limit,
-                 (long long)b->req_used[i], (double)v->retry_ms / 1000);
-        return -1;
-    }
-    for (int i = 0; i < l->ntok; i++) {
-        int64_t used = b->tok_used[i] + b->tok_reserved;
-        if (used + cost <= l->tok[i].limit) continue;
-        int never = cost > l->tok[i].limit;
-        v->result = never ? GX_MAAS_LIM_TOO_BIG : GX_MAAS_LIM_TOKENS;
-        v->retry_ms = b->tok_start[i] + l->tok[i].len_ms - now;
-        if (b->tok_reserved && v->retry_ms > 1000) v->retry_ms = 1000; /* in-flight requests may give tokens back */
-        snprintf(v->msg, sizeof v->msg, "Rate limit reached for %s on tokens per %llds: Limit %lld, Used %lld, "
-                 "Requested %lld.%s", who_of(who, sizeof who, tier, shared), (long long)(l->tok[i].len_ms / 1000), (long long)l->tok[i].limit,
-                 (long long)used, (long long)cost,
-                 never ? " The request alone is larger than the limit: lower max_tokens." : " Please try again later.");
-        return -1;
-    }
+    for (int i = 0; i < l->nreq; i++)
+        if (b->req_used[i] + 1 > l->req[i].limit) { refuse_req(l, b, i, now, v, r, tier, shared); return -1; }
+    for (int i = 0; i < l->ntok; i++)
+        if (b->tok_used[i] + b->tok_reserved + cost > l->tok[i].limit) {
+            refuse_tok(l, b, i, a, cost, 0, now, v, r, tier, shared);
+            return -1;
+        }
     return 0;
 }
 
-/* The tightest window of each kind, for the x-ratelimit-* headers. */
-static void headers_of(const gx_maas_limits *l, const gx_maas_bucket *b, int64_t now, gx_maas_verdict *v)
+/* The tightest window of each kind (least remaining) in one bucket, folded into what v
+ * already holds from the other: x-ratelimit-* must show the budget that binds first,
+ * the key's or the tier's. */
+static void tightest(const gx_maas_limits *l, const gx_maas_bucket *b, int64_t now, gx_maas_verdict *v)
 {
-    v->lim_req = v->lim_tok = -1;
     for (int i = 0; i < l->nreq; i++) {
         int64_t rem = l->req[i].limit - b->req_used[i];
+        if (rem < 0) rem = 0;
         if (v->lim_req < 0 || rem < v->rem_req) {
             v->lim_req = l->req[i].limit;
-            v->rem_req = rem < 0 ? 0 : rem;
+            v->rem_req = rem;
             v->reset_req_ms = b->req_start[i] + l->req[i].len_ms - now;
         }
     }
     for (int i = 0; i < l->ntok; i++) {
         int64_t rem = l->tok[i].limit - b->tok_used[i] - b->tok_reserved;
+        if (rem < 0) rem = 0;
         if (v->lim_tok < 0 || rem < v->rem_tok) {
             v->lim_tok = l->tok[i].limit;
-            v->rem_tok = rem < 0 ? 0 : rem;
+            v->rem_tok = rem;
             v->reset_tok_ms = b->tok_start[i] + l->tok[i].len_ms - now;
         }
     }
 }
 
-int gx_maas_admit(gx_maas_tier *t, gx_maas_bucket *kb, int64_t cost, int64_t now, gx_maas_verdict *v)
+/* Tokens every window of the bucket has left (limit - used - reserved), at most *left. */
+static void room(const gx_maas_limits *l, const gx_maas_bucket *b, int64_t *left)
+{
+    for (int i = 0; i < l->ntok; i++) {
+        int64_t r = l->tok[i].limit - b->tok_used[i] - b->tok_reserved;
+        if (r < *left) *left = r;
+    }
+}
+
+/* The completion tokens granted per completion, and the reservation. A request that
+ * names no limit gets what is left (up to the cap) rather than the cap, which would
+ * refuse it whenever less than the cap is left, however little it would use; 0 when
+ * not even one token per completion is left. */
+static int64_t grant_of(const gx_maas_tier *t, const gx_maas_bucket *kb, const gx_maas_ask *a, int64_t *grant)
+{
+    int64_t cap = t->max_tokens;
+    *grant = 0;
+    if (!a->choices) return a->prompt;
+    if (a->want > 0) {
+        *grant = a->want < cap ? a->want : cap;
+        return a->prompt + *grant * a->choices;
+    }
+    if (a->dflt > 0 && a->dflt < cap) cap = a->dflt;
+    int64_t left = INT64_MAX;
+    room(&t->per_key, kb, &left);
+    room(&t->shared, &t->bucket, &left);
+    int64_t g = left == INT64_MAX ? cap : left - a->prompt < a->choices ? 0 : (left - a->prompt) / a->choices;
+    *grant = g < cap ? g : cap;
+    return a->prompt + (*grant ? *grant : 1) * a->choices;   /* refused when 0: say what the least was */
+}
+
+int gx_maas_admit_ask(gx_maas_tier *t, gx_maas_bucket *kb, const gx_maas_ask *a, int64_t now, gx_maas_verdict *v)
 {
     memset(v, 0, sizeof *v);
     roll(&t->per_key, kb, now);
     roll(&t->shared, &t->bucket, now);
-    int rc = check(&t->per_key, kb, cost, now, v, t->name, 0);
-    if (!rc) rc = check(&t->shared, &t->bucket, cost, now, v, t->name, 1);
+    int64_t grant, cost = grant_of(t, kb, a, &grant);
+    int64_t least = a->choices && a->want <= 0 ? a->prompt + a->choices : cost;
+    refusal r = {0, 0, 0, 0};
+    int rc = never_fits(&t->per_key, kb, a, least, now, v, &r, t->name, 0);
+    if (!rc) rc = never_fits(&t->shared, &t->bucket, a, least, now, v, &r, t->name, 1);
+    if (!rc) rc = check(&t->per_key, kb, a, cost, now, v, &r, t->name, 0);
+    if (!rc) rc = check(&t->shared, &t->bucket, a, cost, now, v, &r, t->name, 1);
     if (!rc) {
         for (int i = 0; i < t->per_key.nreq; i++) kb->req_used[i]++;
         for (int i = 0; i < t->shared.nreq; i++) t->bucket.req_used[i]++;
@@ -289,11 +381,22 @@ int gx_maas_admit(gx_maas_tier *t, gx_maas_bucket *kb, int64_t cost, int64_t now
         kb->inflight++;
         t->bucket.inflight++;
         kb->dirty = t->bucket.dirty = t->dirty = 1;
+        v->grant = grant;
+        v->cost = cost;
     }
-    headers_of(&t->per_key, kb, now, v);
-    if (v->lim_req < 0 && v->lim_tok < 0) headers_of(&t->shared, &t->bucket, now, v);
+    v->lim_req = v->lim_tok = -1;
+    tightest(&t->per_key, kb, now, v);
+    tightest(&t->shared, &t->bucket, now, v);
+    if (r.kind == 1) v->lim_req = r.lim, v->rem_req = r.rem < 0 ? 0 : r.rem, v->reset_req_ms = r.reset_ms;
+    if (r.kind == 2) v->lim_tok = r.lim, v->rem_tok = r.rem < 0 ? 0 : r.rem, v->reset_tok_ms = r.reset_ms;
     if (v->retry_ms < 0) v->retry_ms = 0;
     return rc;
+}
+
+int gx_maas_admit(gx_maas_tier *t, gx_maas_bucket *kb, int64_t cost, int64_t now, gx_maas_verdict *v)
+{
+    gx_maas_ask a = {.prompt = cost};
+    return gx_maas_admit_ask(t, kb, &a, now, v);
 }
 
 static void settle_one(const gx_maas_limits *l, gx_maas_bucket *b, int64_t reserved, int64_t actual, int refund, int64_t now)

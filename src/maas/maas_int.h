@@ -44,13 +44,28 @@ typedef struct gx_maas_bucket {
 
 enum { GX_MAAS_OK = 0, GX_MAAS_LIM_REQUESTS, GX_MAAS_LIM_TOKENS, GX_MAAS_LIM_CONCURRENCY, GX_MAAS_LIM_TOO_BIG };
 
-/* The answer of an admission: what to say in x-ratelimit-* and retry-after. */
+/* What a request asks of the token budgets. */
+typedef struct gx_maas_ask {
+    int64_t prompt;            /* the prompt's token estimate */
+    int64_t choices;           /* completions it generates (n, times the prompts of a batch); 0: none
+                                * (embeddings) */
+    int64_t want;              /* the completion limit it names, per completion; 0: none */
+    int64_t dflt;              /* when it names none, the API's own default (16 on /v1/completions),
+                                * a cap below the tier's; 0: none */
+} gx_maas_ask;
+
+/* The answer of an admission: what to say in x-ratelimit-* and retry-after, and what
+ * was granted. Each kind's headers are of its tightest window (least remaining) across
+ * the key's and the tier's shared budget; on a refusal, of the window that refused. */
 typedef struct gx_maas_verdict {
     int result;                /* GX_MAAS_OK or GX_MAAS_LIM_* */
+    int never;                 /* refused for good: no retry can succeed (x-should-retry: false) */
     int64_t lim_req, rem_req, reset_req_ms;   /* -1 lim: no request window */
     int64_t lim_tok, rem_tok, reset_tok_ms;
     int64_t retry_ms;
-    char msg[256];
+    int64_t grant;             /* admitted: completion tokens granted per completion (0: none) */
+    int64_t cost;              /* admitted: tokens reserved (settle with it) */
+    char msg[320];
 } gx_maas_verdict;
 
 typedef struct gx_maas_tier {
@@ -61,7 +76,7 @@ typedef struct gx_maas_tier {
     gx_maas_bucket bucket;     /* counters of the shared limits */
     int dirty;                 /* this bucket or one of its keys' changed since the last save */
     int64_t max_key_life_ms;
-    int64_t max_tokens;        /* reservation when a request names no max_tokens, and its cap */
+    int64_t max_tokens;        /* maxTokensPerRequest: the most one completion is granted */
     json_t *users, *namespaces;  /* who may create keys of this tier (NULL: everyone) */
 } gx_maas_tier;
 
@@ -72,6 +87,11 @@ int64_t gx_maas_duration(const char *s);
 /* Admit a request costing cost tokens against the key's and the tier's budgets, all or
  * nothing. On success the request, the reservation and the concurrency slot are taken. */
 int gx_maas_admit(gx_maas_tier *t, gx_maas_bucket *kb, int64_t cost, int64_t now, gx_maas_verdict *v);
+/* Admit a request by what it asks: one that names a completion limit reserves the prompt
+ * and min(limit, cap) per completion, or is refused; one that names none is granted
+ * min(cap, what every token window has left after the prompt, per completion), and is
+ * refused only when that is 0. v->grant and v->cost say what was taken. */
+int gx_maas_admit_ask(gx_maas_tier *t, gx_maas_bucket *kb, const gx_maas_ask *a, int64_t now, gx_maas_verdict *v);
 /* Give back the reservation and charge the actual tokens; refund_request undoes the
  * request count (the upstream never answered). */
 void gx_maas_settle(gx_maas_tier *t, gx_maas_bucket *kb, int64_t reserved, int64_t actual,

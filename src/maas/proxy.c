@@ -2,11 +2,12 @@
  * Owns: the transport choice (upstream.c, our pooled HTTP/1.1 client, for http://
  * servers by address; libcurl multi_socket driven by gx_loop for https://, names and
  * readiness probes), the sink both transports feed (status, body, end), admission
- * (model, tier, reservation), the upstream body (stream_options.include_usage added
- * to streamed requests), retry on another replica while nothing has been received,
- * streaming back with back-pressure (the upstream is paused while the client is
- * behind) and heartbeats, cancellation when the client leaves, settlement and the
- * usage record.
+ * (model, tier, what the request asks: prompt, completions, the limit it names), the
+ * upstream body (stream_options.include_usage added to streamed requests, the granted
+ * completion limit when the body names none or more), retry on another replica while
+ * nothing has been received, streaming back with back-pressure (the upstream is paused
+ * while the client is behind) and heartbeats, cancellation when the client leaves,
+ * settlement and the usage record.
  * Must not: block, or touch SQLite (records go to usage.c's batch).
  * Lifetime of a call: referenced by the HTTP request (req->async, released at the
  * request's end) and by its streamed body while one is queued; the curl transfer is
@@ -611,47 +612,57 @@ void gx_maas_proxy_answer(gx_maas *m, gx_req *req, gx_resp *resp)
 
 /* The body sent upstream: the client's bytes, except that a stream must report usage
  * (stream_options.include_usage), which the meter needs and the client may not have
- * asked for. Only that case needs the tree: *b is parsed here when the scan left it. */
+ * asked for, and that a completion must be told the limit it was granted when the body
+ * names none or a larger one (else the upstream may generate past the reservation: vLLM
+ * without max_tokens runs to the context length). body.c changes as little as it can;
+ * a body that already says both is sent as it came. */
 static int upstream_body(call *c, gx_req *req, const gx_maas_body *bi, json_t **b)
 {
     c->body = req->body;
     c->body_len = req->body_len;
-    if (!c->stream || bi->stream_opts == 1) return 0;
-    c->sse.strip_usage = 1;
-    if (!bi->stream_opts) { /* insert textually: every other byte of the request stays as sent */
-        static const char ins[] = "\"stream_options\":{\"include_usage\":true},";
-        const char *brace = memchr(req->body, '{', req->body_len);
-        if (!brace) return -1;
-        size_t pre = (size_t)(brace - req->body) + 1;
-        c->body = malloc(req->body_len + sizeof ins);
-        if (!c->body) abort();
-        memcpy(c->body, req->body, pre);
-        memcpy(c->body + pre, ins, sizeof ins - 1);
-        memcpy(c->body + pre + sizeof ins - 1, req->body + pre, req->body_len - pre);
-        c->body_len = req->body_len + sizeof ins - 1;
-    } else {
-        if (!*b) *b = json_loadb(req->body, req->body_len, JSON_REJECT_DUPLICATES, NULL);
-        json_t *so = json_object_get(*b, "stream_options");
-        if (!json_is_object(so)) return -1;
-        json_object_set_new(so, "include_usage", json_true());
-        c->body = json_dumps(*b, JSON_COMPACT);
-        if (!c->body) return -1;
-        c->body_len = strlen(c->body);
+    if (c->stream && bi->stream_opts != 1) c->sse.strip_usage = 1;
+    int fields = !strcmp(c->endpoint, "chat/completions") ? GX_MAAS_FIELD_MT | GX_MAAS_FIELD_MCT : GX_MAAS_FIELD_MT;
+    char *out;
+    size_t n;
+    if (gx_maas_body_upstream(req->body, req->body_len, bi, b, c->stream, fields, c->v.grant, &out, &n)) return -1;
+    if (out) {
+        c->body = out;
+        c->body_len = n;
+        c->own_body = 1;
     }
-    c->own_body = 1;
     return 0;
 }
 
-/* The worst case a request may spend: its prompt and every completion token it may ask
- * for (the tier's cap when it names none or more). */
-static int64_t cost_of(const gx_maas_tier *t, const gx_maas_body *b, const char *endpoint, int64_t prompt)
+/* What a request asks of the budgets. The completion limit it names is max_tokens (or
+ * max_completion_tokens, which wins, on chat: /v1/completions has only max_tokens and
+ * defaults to 16 when it is absent); completions are n per prompt of a batch. Returns
+ * -1 with the 400 answered when a limit or n is out of range (the upstream would
+ * refuse it, or worse: some servers take -1 as "no limit"). */
+static int ask_of(const gx_maas_body *b, const char *endpoint, int64_t prompt, gx_maas_ask *a, gx_resp *resp)
 {
-    if (!strcmp(endpoint, "embeddings")) return prompt;
-    int64_t n = b->has_max ? b->max_tokens : 0;
-    if (n <= 0 || n > t->max_tokens) n = t->max_tokens;
-    int64_t choices = b->has_n ? b->n : 1;
-    if (choices < 1 || choices > 128) choices = 1;
-    return prompt + n * choices;
+    memset(a, 0, sizeof *a);
+    a->prompt = prompt;
+    if (!strcmp(endpoint, "embeddings")) return 0;
+    int chat = !strcmp(endpoint, "chat/completions");
+    if (b->mt_kind == GX_MAAS_F_INT && b->mt < 1) {
+        gx_maas_oai_error(resp, 400, "invalid_request_error", "integer_below_min_value",
+                          "max_tokens must be at least 1 (got %lld)", (long long)b->mt);
+        return -1;
+    }
+    if (chat && b->mct_kind == GX_MAAS_F_INT && b->mct < 1) {
+        gx_maas_oai_error(resp, 400, "invalid_request_error", "integer_below_min_value",
+                          "max_completion_tokens must be at least 1 (got %lld)", (long long)b->mct);
+        return -1;
+    }
+    if (b->n_kind == GX_MAAS_F_OTHER || (b->n_kind == GX_MAAS_F_INT && (b->n < 1 || b->n > 128))) {
+        gx_maas_oai_error(resp, 400, "invalid_request_error", "invalid_value", "n must be an integer between 1 and 128");
+        return -1;
+    }
+    if (chat) a->want = b->has_max ? b->max_tokens : 0;
+    else a->want = b->mt_kind == GX_MAAS_F_INT ? b->mt : 0;
+    if (!chat && !a->want) a->dflt = 16;   /* OpenAI's default for /v1/completions */
+    a->choices = (b->has_n ? b->n : 1) * (chat || b->prompts < 1 ? 1 : b->prompts);
+    return 0;
 }
 
 void gx_maas_proxy_call(gx_maas *m, gx_req *req, gx_resp *resp, gx_maas_key *key, gx_maas_tier *tier,
@@ -688,6 +699,8 @@ void gx_maas_proxy_call(gx_maas *m, gx_req *req, gx_resp *resp, gx_maas_key *key
                           "the request body is larger than %zu bytes, the limit of model %s", md->max_body, md->name);
         goto out;
     }
+    gx_maas_ask ask;
+    if (ask_of(&bi, endpoint, gx_maas_prompt_estimate(&bi), &ask, resp)) goto out;
     int64_t now = gx_maas_now(m);
     md->last_request_ms = now;
     gx_maas_replica *rep = gx_maas_models_pick(md, NULL);
@@ -710,16 +723,17 @@ void gx_maas_proxy_call(gx_maas *m, gx_req *req, gx_resp *resp, gx_maas_key *key
     c->t0 = gx_maas_mono();
     gx_strcpy_cut(c->endpoint, sizeof c->endpoint, endpoint);
     c->stream = bi.stream && strcmp(endpoint, "embeddings");
-    c->prompt_est = gx_maas_prompt_estimate(&bi);
-    c->reserved = cost_of(tier, &bi, endpoint, c->prompt_est);
-    if (gx_maas_admit(tier, &key->bucket, c->reserved, now, &c->v)) {
+    c->prompt_est = ask.prompt;
+    if (gx_maas_admit_ask(tier, &key->bucket, &ask, now, &c->v)) {
         gx_maas_usage_limited(m->usage, md->name, tier->name);
         gx_maas_oai_error(resp, 429, c->v.result == GX_MAAS_LIM_TOKENS || c->v.result == GX_MAAS_LIM_TOO_BIG
                           ? "tokens" : "requests", "rate_limit_exceeded", "%s", c->v.msg);
         gx_maas_limit_headers(resp, &c->v);
+        if (c->v.never) gx_resp_header(resp, "x-should-retry", "false");   /* the openai clients obey it */
         free(c);
         goto out;
     }
+    c->reserved = c->v.cost;
     md->requests++;
     c->refs = 1;
     c->next = m->proxy->calls;

@@ -5,7 +5,7 @@
 // Prints "ok NAME" / "FAIL NAME: why" lines (tests/integration/maas_e2e.sh counts them).
 import OpenAI from "openai";
 
-const { GW, KEY, LIMITED_KEY, ADMIN_TOKEN, UPSTREAM } = process.env;
+const { GW, KEY, LIMITED_KEY, TOKENS_KEY, ADMIN_TOKEN, UPSTREAM } = process.env;
 const client = new OpenAI({ baseURL: `${GW}/v1`, apiKey: KEY, maxRetries: 0, timeout: 20000 });
 let failed = 0;
 const ok = (n) => console.log(`ok ${n}`);
@@ -72,6 +72,47 @@ await step("rate limit", async () => {
     expect("429 headers", h["x-ratelimit-remaining-requests"] === "0" && Number(h["retry-after"]) > 0 &&
            h["x-ratelimit-limit-requests"] === "1", JSON.stringify(h));
   }
+});
+
+// A tier of 100 tokens a day. The first request reserves 7 + 50 and spends 51; the
+// second does not fit: a tokens-type 429, which the client must report as a
+// RateLimitError with the x-ratelimit-*-tokens headers.
+await step("token rate limit", async () => {
+  const lim = new OpenAI({ baseURL: `${GW}/v1`, apiKey: TOKENS_KEY, maxRetries: 0 });
+  const req = { model: "fake-model", messages: [{ role: "user", content: "hi" }], max_tokens: 50 };
+  await lim.chat.completions.create(req);
+  try {
+    await lim.chat.completions.create(req);
+    fail("tokens 429 reported as RateLimitError", "the second request was not limited");
+  } catch (e) {
+    expect("tokens 429 reported as RateLimitError", e instanceof OpenAI.RateLimitError && e.status === 429,
+           `${e.constructor.name} ${e.status}`);
+    expect("tokens 429 type and code", e.type === "tokens" && e.code === "rate_limit_exceeded", `${e.type} ${e.code}`);
+    const h = e.headers || {};
+    expect("tokens 429 headers", h["x-ratelimit-limit-tokens"] === "100" && Number(h["x-ratelimit-remaining-tokens"]) < 57 &&
+           /^[0-9hms]+$/.test(h["x-ratelimit-reset-tokens"] ?? "") && Number(h["retry-after"]) > 0 &&
+           h["x-should-retry"] === undefined, JSON.stringify(h));
+  }
+});
+
+// A request larger than the whole budget can never succeed: the gateway says
+// x-should-retry: false, and the official client, which retries 429s by default, must
+// not send it again (the gateway counts every refusal in limited_calls).
+await step("never-fitting request not retried", async () => {
+  const limited = async () => {
+    const m = await (await fetch(`${GW}/metrics`)).text();
+    const line = m.split("\n").find((l) => l.startsWith('limited_calls{model="fake",tier="tiny"}'));
+    return line ? Number(line.split(" ").pop()) : 0;
+  };
+  const before = await limited();
+  const patient = new OpenAI({ baseURL: `${GW}/v1`, apiKey: TOKENS_KEY, maxRetries: 3 });
+  const call = patient.chat.completions.create({ model: "fake-model", messages: [{ role: "user", content: "hi" }], max_tokens: 500 });
+  const timer = new Promise((r) => setTimeout(() => r("timeout"), 5000));
+  const got = await Promise.race([call.then(() => "admitted", (e) => e), timer]);
+  expect("never-fitting request: RateLimitError at once", got instanceof OpenAI.RateLimitError &&
+         got.headers?.["x-should-retry"] === "false" && /lower max_tokens/.test(got.message), String(got));
+  const n = (await limited()) - before;
+  expect("never-fitting request: the client did not retry", n === 1, `the gateway refused it ${n} times`);
 });
 
 await step("client leaves mid-stream", async () => {

@@ -23,14 +23,20 @@ metadata: {name: one}
 spec: {limits: {requestsPerMinute: 1}}
 ---
 apiVersion: gpuaas.dev/v1alpha1
+kind: Tier
+metadata: {name: tiny}
+spec: {limits: {tokensPerDay: 100}}
+---
+apiVersion: gpuaas.dev/v1alpha1
 kind: Model
 metadata: {name: fake}
-spec: {servedNames: [fake-model], tiers: [team, one], url: "http://127.0.0.1:$UP"}
+spec: {servedNames: [fake-model], tiers: [team, one, tiny], url: "http://127.0.0.1:$UP"}
 YAML
 for _ in $(seq 1 100); do [[ $(api GET /api/v1/models/fake | sed '$d' | jq -r .state) == Ready ]] && break; sleep 0.1; done
 KEY=$(api POST /api/v1/keys -d '{"name":"node","tier":"team"}' | sed '$d' | jq -r .key)
 LIM=$(api POST /api/v1/keys -d '{"name":"node-limited","tier":"one"}' | sed '$d' | jq -r .key)
-out=$(GW=$GPUAAS_SERVER KEY=$KEY LIMITED_KEY=$LIM ADMIN_TOKEN=$ADMIN_TOKEN UPSTREAM="http://127.0.0.1:$UP" \
+TINY=$(api POST /api/v1/keys -d '{"name":"node-tiny","tier":"tiny"}' | sed '$d' | jq -r .key)
+out=$(GW=$GPUAAS_SERVER KEY=$KEY LIMITED_KEY=$LIM TOKENS_KEY=$TINY ADMIN_TOKEN=$ADMIN_TOKEN UPSTREAM="http://127.0.0.1:$UP" \
       timeout 60 node "$ROOT/tests/e2e/gateway.mjs" 2>&1); rc=$?
 while IFS= read -r line; do
   case "$line" in "ok "*) ok "${line#ok }";; "FAIL "*) fail "${line#FAIL }";; *) echo "  $line";; esac

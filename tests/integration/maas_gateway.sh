@@ -7,7 +7,11 @@
 # (401 403 404 413 400 5xx), 429 with x-ratelimit-* and retry-after, retry on another
 # replica, a pooled connection closed by the server retried unseen, 503 "starting",
 # cancellation of the upstream when the client leaves, back-pressure, usage records and
-# /metrics, and 200 clients racing one tier's token budget.
+# /metrics, and 200 clients racing one tier's token budget. Token grants: the upstream is
+# told the completion limit that was reserved (a server that runs to its context length
+# without max_tokens never overshoots a budget), a small tier admits requests that name
+# no max_tokens, x-ratelimit-* shows the tier's shared budget too, a request that can
+# never fit says x-should-retry: false, and a client that leaves gives its tokens back.
 source "$(dirname "$0")/lib.sh"
 G=$GPUAAS_BIN
 FAKE=$(dirname "$GPUAAS_BIN")/fake-openai
@@ -27,6 +31,11 @@ LOCKED=$(cat "$TMP/locked.port")
 FAKE3_PID=$!
 for _ in $(seq 1 50); do [[ -s "$TMP/drop.port" ]] && break; sleep 0.1; done
 DROP=$(cat "$TMP/drop.port")
+# a server that, like vLLM without max_tokens, generates far more than anyone reserved
+"$FAKE" --port-file "$TMP/long.port" --tokens 500 --token-ms 1 >"$TMP/fake4.log" 2>&1 &
+FAKE4_PID=$!
+for _ in $(seq 1 50); do [[ -s "$TMP/long.port" ]] && break; sleep 0.1; done
+LONG=$(cat "$TMP/long.port")
 DEAD=$((UP == 65535 ? UP - 1 : UP + 1))   # nothing listens there (checked below)
 curl -s -m 1 "http://127.0.0.1:$DEAD/" >/dev/null 2>&1 && DEAD=9   # discard port: refused
 stats() { curl -s "http://127.0.0.1:$UP/stats" | jq -r "$1"; }
@@ -48,12 +57,38 @@ kind: Tier
 metadata: {name: gold}
 spec:
   limits: {requestsPerMinute: 100000, tokensPerMinute: 10000000, tokensPerDay: 100000000, maxConcurrentRequests: 500}
+  maxTokensPerRequest: 100000
 ---
 apiVersion: gpuaas.dev/v1alpha1
 kind: Tier
 metadata: {name: tight}
 spec:
   sharedLimits: {tokensPerDay: 2000}
+---
+apiVersion: gpuaas.dev/v1alpha1
+kind: Tier
+metadata: {name: daily}
+spec: {limits: {tokensPerDay: 100}, maxTokensPerRequest: 5}
+---
+apiVersion: gpuaas.dev/v1alpha1
+kind: Tier
+metadata: {name: small}
+spec: {limits: {tokensPerMinute: 100}}
+---
+apiVersion: gpuaas.dev/v1alpha1
+kind: Tier
+metadata: {name: mixed}
+spec: {limits: {tokensPerMinute: 100000}, sharedLimits: {tokensPerDay: 30}}
+---
+apiVersion: gpuaas.dev/v1alpha1
+kind: Tier
+metadata: {name: meter}
+spec: {limits: {tokensPerDay: 5000}}
+---
+apiVersion: gpuaas.dev/v1alpha1
+kind: Model
+metadata: {name: long}
+spec: {servedNames: [long-model], tiers: [daily, small, mixed, meter], url: "http://127.0.0.1:$LONG"}
 ---
 apiVersion: gpuaas.dev/v1alpha1
 kind: Model
@@ -109,6 +144,8 @@ check "the key is not stored in clear" bash -c "! grep -qa '${GOLD##*_}' $TMP/da
 expect_eq "a key longer than the tier allows is refused" \
   "$(status_of "$(api POST /api/v1/keys -d '{"name":"x","tier":"free","expires":"90d"}')")" 422
 expect_eq "keys ls shows them" "$("$G" keys ls -o json | jq '.items | length')" 3
+newkey() { api POST /api/v1/keys -d "{\"name\":\"$1\",\"tier\":\"$1\"}" | sed '$d' | jq -r .key; }
+DAILY=$(newkey daily); SMALL=$(newkey small); MIXED=$(newkey mixed); METER=$(newkey meter)
 
 
 v1() {  # v1 KEY PATH [curl args]: body then status
@@ -214,6 +251,84 @@ check "...x-ratelimit-remaining-requests: 0" grep -qi '^x-ratelimit-remaining-re
 check "...x-ratelimit-reset-requests" grep -qi '^x-ratelimit-reset-requests: [0-9]' "$hdr"
 expect_eq "/v1/models is never limited" "$(status_of "$(v1 "$FREE" models)")" 200
 
+# ---- token grants -------------------------------------------------------------------
+for _ in $(seq 1 100); do [[ $(api GET /api/v1/models/long | sed '$d' | jq -r .state) == Ready ]] && break; sleep 0.1; done
+hval() { tr -d '\r' <"$1" | awk -v h="$2" 'tolower($1) == h ":" {print $2}'; }   # hval FILE NAME
+nomax() { printf '{"model":"long-model","messages":[{"role":"user","content":"%s"}]%s}' "$1" "${2:-}"; }
+# the audit's overshoot: 100 tokens a day, at most 5 per request, 30 clients at once, a
+# third streaming with max_tokens 20 and the rest naming none (this upstream then writes 500)
+: >"$TMP/daily.cfg"
+for i in $(seq 1 30); do
+  case $((i % 3)) in
+    0) d=$(chat long-model "day $i" 20 ',"stream":true') ;;
+    1) d=$(nomax "day $i" ',"stream":true') ;;
+    2) d=$(nomax "day $i") ;;
+  esac
+  { echo "url = \"$GPUAAS_SERVER/v1/chat/completions\""; echo "header = \"Authorization: Bearer $DAILY\""
+    echo "data = \"$(sed 's/"/\\"/g' <<<"$d")\""; echo 'write-out = "%{http_code}\n"'
+    echo 'output = "/dev/null"'; ((i < 30)) && echo next; } >>"$TMP/daily.cfg"
+done
+res=$(curl -s --no-progress-meter --parallel --parallel-immediate --parallel-max 30 -K "$TMP/daily.cfg")
+ok200=$(grep -c '^200$' <<<"$res"); n429=$(grep -c '^429$' <<<"$res")
+expect_eq "daily budget: every client answered (200 or 429)" "$((ok200 + n429))" 30
+tot=$(api GET '/api/v1/usage?group_by=tier' | sed '$d' | jq '[.items[] | select(.group=="daily") | .totalTokens] | add')
+check "daily budget: tokens charged ($tot, $ok200 admitted) never pass the 100 of the day" test "${tot:-99999}" -le 100 -a "$ok200" -gt 0
+most=$(sqlite3 "$TMP/data/gpuaas.db" "select max(completion_tokens) || ' ' || count(*) from usage where tier='daily'")
+expect_eq "...the upstream generated at most the 5 granted, on every admitted request" "$(( ${most% *} <= 5 )) ${most#* }" "1 $ok200"
+# a tier of 100 tokens a minute admits a request that names no max_tokens (the next two
+# requests must fall in one minute window: windows start on the wall clock's minutes)
+sec=$((10#$(date -u +%S))); ((sec >= 50)) && sleep $((61 - sec))
+out=$(v1 "$SMALL" chat/completions -D "$hdr" -d "$(nomax 'hi')")
+expect_eq "a small tier admits a request without max_tokens" "$(status_of "$out")" 200
+c=$(body_of "$out" | jq .usage.completion_tokens)
+check "...granted what was left, and the upstream kept to it ($c tokens)" test "${c:-999}" -ge 1 -a "${c:-999}" -lt 100
+expect_eq "...x-ratelimit-limit-tokens" "$(hval "$hdr" x-ratelimit-limit-tokens)" 100
+out=$(v1 "$SMALL" chat/completions -D "$hdr" -d "$(nomax 'hi')")
+expect_eq "the next one: 429 of type tokens, OpenAI's body" "$(status_of "$out") $(body_of "$out" | jq -r '.error.type+" "+.error.code')" \
+  "429 tokens rate_limit_exceeded"
+expect_match "...x-ratelimit-*-tokens and retry-after" \
+  "$(hval "$hdr" x-ratelimit-limit-tokens) $(hval "$hdr" x-ratelimit-remaining-tokens) $(hval "$hdr" x-ratelimit-reset-tokens) $(hval "$hdr" retry-after)" \
+  '^100 [0-9] [0-9]+m?s [0-9]+$'
+expect_eq "...worth a retry: no x-should-retry" "$(hval "$hdr" x-should-retry)" ""
+out=$(v1 "$SMALL" chat/completions -D "$hdr" -d "$(chat long-model 'hi' 500)")
+expect_eq "a request larger than the whole limit: 429 tokens" "$(status_of "$out") $(body_of "$out" | jq -r .error.type)" "429 tokens"
+expect_eq "...x-should-retry: false (no retry can succeed)" "$(hval "$hdr" x-should-retry)" false
+expect_match "...saying to lower max_tokens" "$(body_of "$out" | jq -r .error.message)" 'larger than the limit: lower max_tokens to at most [0-9]+\.'
+# the tier's shared budget shows in x-ratelimit-* when the key has limits of its own
+out=$(v1 "$MIXED" chat/completions -D "$hdr" -d "$(chat long-model 'hi' 4)")
+expect_eq "x-ratelimit-*-tokens show the tier's day (30), not the key's minute" \
+  "$(status_of "$out") $(hval "$hdr" x-ratelimit-limit-tokens)" "200 30"
+check "...remaining $(hval "$hdr" x-ratelimit-remaining-tokens) of 30" test "$(hval "$hdr" x-ratelimit-remaining-tokens)" -lt 30
+for _ in 1 2 3 4 5; do out=$(v1 "$MIXED" chat/completions -D "$hdr" -d "$(chat long-model 'hi' 4)"); [[ $(status_of "$out") == 429 ]] && break; done
+expect_eq "...and the 429 the tier's day sends names it" "$(status_of "$out") $(hval "$hdr" x-ratelimit-limit-tokens)" "429 30"
+check "...remaining $(hval "$hdr" x-ratelimit-remaining-tokens) of 30" test "$(hval "$hdr" x-ratelimit-remaining-tokens)" -lt 30
+# a client that leaves mid-stream gives its reservation back
+curl -s -N -m 1.5 -H "Authorization: Bearer $METER" -d "$(chat long-model 'SLOW please' 3000 ',"stream":true')" \
+  "$GPUAAS_SERVER/v1/chat/completions" >/dev/null 2>&1 &
+LEAVER=$!
+during=5000
+for _ in $(seq 1 10); do   # until the stream is admitted (bounded)
+  v1 "$METER" chat/completions -D "$hdr" -d "$(chat long-model 'hi' 1)" >/dev/null
+  during=$(hval "$hdr" x-ratelimit-remaining-tokens); ((${during:-5000} <= 2000)) && break; sleep 0.1
+done
+check "while a stream of max_tokens 3000 runs, its reservation counts (remaining $during of 5000)" test "${during:-5000}" -le 2000
+wait "$LEAVER"
+after=0
+for _ in $(seq 1 50); do
+  v1 "$METER" chat/completions -D "$hdr" -d "$(chat long-model 'hi' 1)" >/dev/null
+  after=$(hval "$hdr" x-ratelimit-remaining-tokens); ((${after:-0} > 4000)) && break; sleep 0.1
+done
+check "after the client left, the next answer shows it given back (remaining $after of 5000)" test "${after:-0}" -gt 4000
+out=$(v1 "$METER" completions -d '{"model":"long-model","prompt":"say it"}')
+expect_eq "/v1/completions without max_tokens: OpenAI's default of 16, told to the upstream" \
+  "$(status_of "$out") $(body_of "$out" | jq .usage.completion_tokens)" "200 16"
+out=$(v1 "$METER" chat/completions -d "$(chat long-model 'hi' 0)")
+expect_eq "max_tokens 0: 400 naming the field" "$(status_of "$out") $(body_of "$out" | jq -r .error.message)" \
+  "400 max_tokens must be at least 1 (got 0)"
+out=$(v1 "$METER" chat/completions -d "$(chat long-model 'hi' 2 ',"n":500')")
+expect_eq "n past 128: 400 (the reservation counts every choice)" "$(status_of "$out") $(body_of "$out" | jq -r .error.message)" \
+  "400 n must be an integer between 1 and 128"
+
 # the client leaves mid-stream: the upstream request is cancelled
 before=$(stats .cancelled)
 curl -s -N -m 0.6 -H "Authorization: Bearer $GOLD" -d "$(chat fake-model 'SLOW please' 50 ',"stream":true')" \
@@ -266,5 +381,5 @@ start_daemon "$cfg" || { fail "restart"; finish; exit 1; }
 for _ in $(seq 1 100); do [[ $(api GET /api/v1/models/fake | sed '$d' | jq -r .state) == Ready ]] && break; sleep 0.1; done
 expect_eq "gold key works after a restart" "$(status_of "$(v1 "$GOLD" chat/completions -d "$(chat fake-model hi)")")" 200
 expect_eq "revoked key still refused after a restart" "$(status_of "$(v1 "$FREE" models)")" 401
-kill "$FAKE_PID" "$FAKE2_PID" "$FAKE3_PID" 2>/dev/null
+kill "$FAKE_PID" "$FAKE2_PID" "$FAKE3_PID" "$FAKE4_PID" 2>/dev/null
 finish

@@ -5,6 +5,7 @@
  * riding on the last content chunk), usage of plain answers, estimates, Model checks. */
 #include <criterion/criterion.h>
 #include <string.h>
+#include "lib/rng.h"
 #include "maas/maas_int.h"
 
 static gx_maas_tier tier_of(const char *yaml_json)
@@ -148,6 +149,263 @@ Test(maas_limits, reservation_survives_window_rollover)
     cr_assert_eq(gx_maas_admit(&t, &k, 1, 61000, &v), -1);   /* still reserved in the new window */
     gx_maas_settle(&t, &k, 100, 20, 0, 62000);
     cr_assert_eq(gx_maas_admit(&t, &k, 80, 63000, &v), 0);
+}
+
+/* ---- grants: what a request that names no limit gets, and the headers ------------------- */
+
+static gx_maas_ask ask(int64_t prompt, int64_t want, int64_t choices)
+{
+    return (gx_maas_ask){.prompt = prompt, .want = want, .choices = choices};
+}
+
+Test(maas_grant, no_limit_named_gets_what_is_left_up_to_the_cap)
+{
+    gx_maas_tier t = tier_of("{\"spec\":{\"limits\":{\"tokensPerMinute\":1000},\"maxTokensPerRequest\":400}}");
+    gx_maas_bucket k;
+    memset(&k, 0, sizeof k);
+    gx_maas_verdict v;
+    gx_maas_ask a = ask(10, 0, 1);
+    int64_t now = 600000;
+    cr_assert_eq(gx_maas_admit_ask(&t, &k, &a, now, &v), 0);
+    cr_assert_eq(v.grant, 400, "the cap, while more is left");
+    cr_assert_eq(v.cost, 410);
+    cr_assert_eq(v.rem_tok, 590);
+    cr_assert_eq(gx_maas_admit_ask(&t, &k, &a, now, &v), 0);
+    cr_assert_eq(v.rem_tok, 180);
+    cr_assert_eq(gx_maas_admit_ask(&t, &k, &a, now, &v), 0);
+    cr_assert_eq(v.grant, 170, "what is left after the prompt, not a refusal for want of 400");
+    cr_assert_eq(v.cost, 180);
+    cr_assert_eq(v.rem_tok, 0);
+    cr_assert_eq(k.tok_reserved, 1000);
+    cr_assert_eq(gx_maas_admit_ask(&t, &k, &a, now, &v), -1, "nothing left: refused");
+    cr_assert_eq(v.result, GX_MAAS_LIM_TOKENS);
+    cr_assert(!v.never, "in-flight requests give tokens back: worth a retry");
+    cr_assert_eq(v.retry_ms, 1000);
+    cr_assert_eq(v.grant, 0);
+    cr_assert(strstr(v.msg, "Requested 11."), "the least it could cost: %s", v.msg);
+    /* settled with less than granted: the rest comes back */
+    gx_maas_settle(&t, &k, 410, 50, 0, now + 1);
+    cr_assert_eq(k.tok_reserved, 590);
+    cr_assert_eq(k.tok_used[0], 50);
+    cr_assert_eq(gx_maas_admit_ask(&t, &k, &a, now + 2, &v), 0);
+    cr_assert_eq(v.grant, 350);   /* 1000 - 50 used - 590 reserved - 10 prompt */
+    /* a request that names a limit keeps the rule: its limit (capped) or a refusal */
+    gx_maas_bucket k2;
+    memset(&k2, 0, sizeof k2);
+    gx_maas_ask named = ask(10, 50, 1), big = ask(10, 5000, 1);
+    cr_assert_eq(gx_maas_admit_ask(&t, &k2, &big, now, &v), 0);
+    cr_assert_eq(v.grant, 400, "capped at maxTokensPerRequest");
+    cr_assert_eq(v.cost, 410);
+    cr_assert_eq(gx_maas_admit_ask(&t, &k2, &named, now, &v), 0);
+    cr_assert_eq(v.grant, 50);
+    for (int i = 0; i < 8; i++) cr_assert_eq(gx_maas_admit_ask(&t, &k2, &named, now, &v), 0);   /* 410 + 9 * 60 = 950 */
+    cr_assert_eq(gx_maas_admit_ask(&t, &k2, &named, now, &v), -1, "50 left: 60 does not fit");
+    cr_assert_eq(v.result, GX_MAAS_LIM_TOKENS);
+    cr_assert_eq(gx_maas_admit_ask(&t, &k2, &a, now, &v), 0, "while one that names none takes the 40 left");
+    cr_assert_eq(v.grant, 40);
+}
+
+Test(maas_grant, every_window_of_key_and_tier_bounds_the_grant)
+{
+    gx_maas_tier t = tier_of("{\"spec\":{\"limits\":{\"tokensPerMinute\":1000,\"tokensPerDay\":600},"
+                             "\"sharedLimits\":{\"tokensPerHour\":500}}}");
+    gx_maas_bucket k1, k2;
+    memset(&k1, 0, sizeof k1);
+    memset(&k2, 0, sizeof k2);
+    gx_maas_verdict v;
+    gx_maas_ask a = ask(20, 0, 1);
+    cr_assert_eq(gx_maas_admit_ask(&t, &k1, &a, 0, &v), 0);
+    cr_assert_eq(v.grant, 480, "the tier's hour (500) binds first");
+    cr_assert_eq(gx_maas_admit_ask(&t, &k2, &a, 1, &v), -1, "another key of the tier: nothing left in the hour");
+    gx_maas_settle(&t, &k1, 500, 100, 0, 2);
+    cr_assert_eq(gx_maas_admit_ask(&t, &k1, &a, 3, &v), 0);
+    cr_assert_eq(v.grant, 380, "the tier's hour again: 500 - 100");
+    gx_maas_settle(&t, &k1, 400, 400, 0, 4);   /* key: day 500 of 600; tier: hour 500 of 500 */
+    cr_assert_eq(gx_maas_admit_ask(&t, &k1, &a, 3600000, &v), 0, "a new hour");
+    cr_assert_eq(v.grant, 80, "now the key's day (600 - 500) binds");
+    /* n completions share what is left */
+    gx_maas_tier t2 = tier_of("{\"spec\":{\"limits\":{\"tokensPerMinute\":1000},\"maxTokensPerRequest\":300}}");
+    gx_maas_bucket k3;
+    memset(&k3, 0, sizeof k3);
+    gx_maas_ask four = ask(100, 0, 4), two = ask(100, 500, 2);
+    cr_assert_eq(gx_maas_admit_ask(&t2, &k3, &four, 0, &v), 0);
+    cr_assert_eq(v.grant, 225);   /* (1000 - 100) / 4 */
+    cr_assert_eq(v.cost, 1000);
+    memset(&k3, 0, sizeof k3);
+    t2.bucket = k3;
+    cr_assert_eq(gx_maas_admit_ask(&t2, &k3, &two, 0, &v), 0);
+    cr_assert_eq(v.grant, 300);
+    cr_assert_eq(v.cost, 700);
+    gx_maas_ask four_long = ask(297, 0, 4), four_short = ask(20, 0, 4);
+    cr_assert_eq(gx_maas_admit_ask(&t2, &k3, &four_long, 0, &v), -1, "300 left: not 1 each after a prompt of 297");
+    cr_assert(!v.never);
+    cr_assert_eq(gx_maas_admit_ask(&t2, &k3, &four_short, 0, &v), 0);
+    cr_assert_eq(v.grant, 70);   /* (300 - 20) / 4 */
+    /* /v1/completions' own default caps a request that names none */
+    gx_maas_bucket k4;
+    memset(&k4, 0, sizeof k4);
+    memset(&t2.bucket, 0, sizeof t2.bucket);
+    gx_maas_ask dflt = {.prompt = 5, .choices = 1, .dflt = 16};
+    cr_assert_eq(gx_maas_admit_ask(&t2, &k4, &dflt, 60000, &v), 0);
+    cr_assert_eq(v.grant, 16);
+    gx_maas_ask emb = {.prompt = 30};
+    cr_assert_eq(gx_maas_admit_ask(&t2, &k4, &emb, 60000, &v), 0);
+    cr_assert_eq(v.grant, 0, "embeddings: no completion");
+    cr_assert_eq(v.cost, 30);
+}
+
+Test(maas_grant, small_tier_admits_and_never_fits_says_so)
+{
+    /* the audit: 100 tokens a minute refused every request without max_tokens (4096 reserved) */
+    gx_maas_tier t = tier_of("{\"spec\":{\"limits\":{\"tokensPerMinute\":100}}}");
+    gx_maas_bucket k;
+    memset(&k, 0, sizeof k);
+    gx_maas_verdict v;
+    gx_maas_ask a = ask(10, 0, 1);
+    cr_assert_eq(gx_maas_admit_ask(&t, &k, &a, 0, &v), 0);
+    cr_assert_eq(v.grant, 90);
+    gx_maas_settle(&t, &k, v.cost, 15, 0, 1);
+    gx_maas_ask huge_prompt = ask(99, 0, 2), too_many = ask(10, 200, 1);
+    cr_assert_eq(gx_maas_admit_ask(&t, &k, &huge_prompt, 2, &v), -1);
+    cr_assert_eq(v.result, GX_MAAS_LIM_TOO_BIG);
+    cr_assert(v.never, "99 + 2 completions can never fit in 100");
+    cr_assert(strstr(v.msg, "shorten the prompt (about 99 tokens) or lower n"), "%s", v.msg);
+    cr_assert_eq(gx_maas_admit_ask(&t, &k, &too_many, 2, &v), -1);
+    cr_assert(v.never);
+    cr_assert(strstr(v.msg, "The request alone is larger than the limit: lower max_tokens to at most 90."), "%s", v.msg);
+    cr_assert_eq(gx_maas_admit_ask(&t, &k, &a, 3, &v), 0, "still admits what fits");
+    cr_assert_eq(v.grant, 75);   /* 100 - 15 used - 10 */
+    /* never is never, even when a shorter window refuses first */
+    gx_maas_tier t2 = tier_of("{\"spec\":{\"limits\":{\"tokensPerMinute\":10},\"sharedLimits\":{\"tokensPerDay\":50}}}");
+    gx_maas_bucket k2;
+    memset(&k2, 0, sizeof k2);
+    gx_maas_ask fixed = ask(8, 0, 1);
+    cr_assert_eq(gx_maas_admit_ask(&t2, &k2, &fixed, 0, &v), 0);   /* the minute is full */
+    gx_maas_ask sixty = ask(5, 55, 1);
+    cr_assert_eq(gx_maas_admit_ask(&t2, &k2, &sixty, 1, &v), -1);
+    cr_assert(v.never, "60 > the key's 10 a minute: %s", v.msg);
+    cr_assert_eq(v.lim_tok, 10, "the window that refused");
+    /* a request window that allows none */
+    gx_maas_tier t3 = tier_of("{\"spec\":{\"limits\":{\"requestsPerDay\":0}}}");
+    gx_maas_bucket k3;
+    memset(&k3, 0, sizeof k3);
+    cr_assert_eq(gx_maas_admit_ask(&t3, &k3, &a, 0, &v), -1);
+    cr_assert(v.result == GX_MAAS_LIM_REQUESTS && v.never, "%s", v.msg);
+    gx_maas_tier t4 = tier_of("{\"spec\":{\"limits\":{\"requestsPerMinute\":1}}}");
+    cr_assert_eq(gx_maas_admit_ask(&t4, &k3, &a, 0, &v), 0);
+    cr_assert_eq(gx_maas_admit_ask(&t4, &k3, &a, 0, &v), -1);
+    cr_assert(!v.never, "the next minute allows one: %s", v.msg);
+}
+
+Test(maas_grant, headers_show_the_tightest_window_of_key_and_tier)
+{
+    /* the audit: per-key 100000 a minute, shared 30 a day; the 429 said 99978 remaining */
+    gx_maas_tier t = tier_of("{\"spec\":{\"limits\":{\"tokensPerMinute\":100000,\"requestsPerMinute\":100},"
+                             "\"sharedLimits\":{\"tokensPerDay\":30,\"requestsPerDay\":5}}}");
+    gx_maas_bucket k;
+    memset(&k, 0, sizeof k);
+    gx_maas_verdict v;
+    int64_t now = 86400000 + 3600000;   /* an hour into a day */
+    cr_assert_eq(gx_maas_admit(&t, &k, 10, now, &v), 0);
+    cr_assert_eq(v.lim_tok, 30);
+    cr_assert_eq(v.rem_tok, 20);
+    cr_assert_eq(v.reset_tok_ms, 23 * 3600000);
+    cr_assert_eq(v.lim_req, 5);
+    cr_assert_eq(v.rem_req, 4);
+    gx_maas_settle(&t, &k, 10, 10, 0, now);
+    cr_assert_eq(gx_maas_admit(&t, &k, 10, now, &v), 0);
+    gx_maas_settle(&t, &k, 10, 10, 0, now);
+    cr_assert_eq(gx_maas_admit(&t, &k, 11, now, &v), -1);
+    cr_assert_eq(v.result, GX_MAAS_LIM_TOKENS);
+    cr_assert_eq(v.lim_tok, 30);
+    cr_assert_eq(v.rem_tok, 10);
+    cr_assert_eq(v.reset_tok_ms, 23 * 3600000);
+    cr_assert_eq(v.retry_ms, 23 * 3600000, "nothing in flight: only the day's end helps");
+    /* requests too: the tier's day binds before the key's minute */
+    gx_maas_tier t2 = tier_of("{\"spec\":{\"limits\":{\"tokensPerMinute\":50,\"requestsPerMinute\":1000},"
+                              "\"sharedLimits\":{\"tokensPerDay\":1000,\"requestsPerDay\":3}}}");
+    gx_maas_bucket other, mine;
+    memset(&other, 0, sizeof other);
+    memset(&mine, 0, sizeof mine);
+    for (int i = 0; i < 2; i++) {
+        cr_assert_eq(gx_maas_admit(&t2, &other, 40, i * 60000, &v), 0);
+        gx_maas_settle(&t2, &other, 40, 40, 0, i * 60000);
+    }
+    cr_assert_eq(gx_maas_admit(&t2, &mine, 45, 120000, &v), 0);   /* the day: 3 of 3 requests, 125 of 1000 tokens */
+    cr_assert_eq(v.lim_req, 3);
+    cr_assert_eq(v.rem_req, 0, "the tier's day has no request left");
+    cr_assert_eq(v.lim_tok, 50, "the key's minute: 5 left");
+    cr_assert_eq(v.rem_tok, 5);
+    gx_maas_settle(&t2, &mine, 45, 45, 0, 120000);
+    cr_assert_eq(gx_maas_admit(&t2, &mine, 5, 120001, &v), -1);
+    cr_assert_eq(v.result, GX_MAAS_LIM_REQUESTS);
+    cr_assert(strstr(v.msg, "for tier t (all its keys) on requests per 86400s"), "%s", v.msg);
+    cr_assert_eq(v.lim_req, 3);
+    cr_assert_eq(v.rem_req, 0);
+    cr_assert_eq(v.reset_req_ms, 86400000 - 120001);
+    /* a 429 shows the window that refused, even when another has less left */
+    gx_maas_tier t3 = tier_of("{\"spec\":{\"limits\":{\"tokensPerMinute\":100},\"sharedLimits\":{\"tokensPerDay\":1000}}}");
+    memset(&other, 0, sizeof other);
+    memset(&mine, 0, sizeof mine);
+    for (int i = 0; i < 10; i++) {   /* 9 x 100 + 50: 950 of the tier's day */
+        cr_assert_eq(gx_maas_admit(&t3, &other, i < 9 ? 100 : 50, i * 60000, &v), 0);
+        gx_maas_settle(&t3, &other, v.cost, v.cost, 0, i * 60000);
+    }
+    cr_assert_eq(gx_maas_admit(&t3, &mine, 30, 600000, &v), 0);
+    gx_maas_settle(&t3, &mine, 30, 30, 0, 600000);   /* mine: 70 left this minute; the tier: 20 today */
+    gx_maas_ask eighty = ask(0, 80, 1);
+    cr_assert_eq(gx_maas_admit_ask(&t3, &mine, &eighty, 600001, &v), -1);
+    cr_assert(strstr(v.msg, "for this key (tier t) on tokens per 60s"), "%s", v.msg);
+    cr_assert_eq(v.lim_tok, 100, "the key's minute refused");
+    cr_assert_eq(v.rem_tok, 70);
+    cr_assert_eq(v.reset_tok_ms, 60000 - 1);
+    gx_maas_ask none = ask(0, 0, 1);
+    cr_assert_eq(gx_maas_admit_ask(&t3, &mine, &none, 600002, &v), 0);
+    cr_assert_eq(v.grant, 20, "the tier's day binds a request that names no limit");
+    cr_assert_eq(v.lim_tok, 1000);
+    cr_assert_eq(v.rem_tok, 0);
+}
+
+/* Thousands of admissions with nothing settled, named limits and none, n > 1, on many
+ * keys of one tier: after each, no window of any key or of the tier holds more than its
+ * limit (used + reserved), and what is reserved is exactly what was granted. */
+Test(maas_grant, racing_admissions_never_overshoot_any_window)
+{
+    gx_maas_tier t = tier_of("{\"spec\":{\"limits\":{\"tokensPerMinute\":3000,\"tokensPerHour\":5000},"
+                             "\"sharedLimits\":{\"tokensPerMinute\":12000,\"tokensPerDay\":20000},\"maxTokensPerRequest\":700}}");
+    enum { KEYS = 8 };
+    gx_maas_bucket k[KEYS];
+    memset(k, 0, sizeof k);
+    int64_t reserved[KEYS] = {0}, total = 0;
+    uint64_t rs[4];
+    gx_rng_seed(rs, 11);
+    int admitted = 0, refused = 0, took_rest = 0;
+    gx_maas_verdict v;
+    for (int i = 0; i < 4000; i++) {
+        int w = (int)(gx_rng_next(rs) % KEYS);
+        gx_maas_ask a = ask((int64_t)(gx_rng_next(rs) % 200), gx_rng_next(rs) % 3 ? 0 : (int64_t)(gx_rng_next(rs) % 1000) + 1,
+                            (int64_t)(gx_rng_next(rs) % 3) + 1);
+        int64_t now = 1000 + i;
+        if (gx_maas_admit_ask(&t, &k[w], &a, now, &v)) { refused++; continue; }
+        admitted++;
+        cr_assert(v.grant >= 1 && v.grant <= 700, "grant %lld", (long long)v.grant);
+        if (a.want) cr_assert_eq(v.grant, a.want < 700 ? a.want : 700);
+        else took_rest += v.grant < 700;
+        cr_assert_eq(v.cost, a.prompt + v.grant * a.choices);
+        reserved[w] += v.cost;
+        total += v.cost;
+        for (int j = 0; j < KEYS; j++) {
+            cr_assert_eq(k[j].tok_reserved, reserved[j]);
+            for (int x = 0; x < t.per_key.ntok; x++)
+                cr_assert_leq(k[j].tok_used[x] + k[j].tok_reserved, t.per_key.tok[x].limit, "key %d window %d", j, x);
+        }
+        cr_assert_eq(t.bucket.tok_reserved, total);
+        for (int x = 0; x < t.shared.ntok; x++)
+            cr_assert_leq(t.bucket.tok_used[x] + t.bucket.tok_reserved, t.shared.tok[x].limit, "tier window %d", x);
+    }
+    cr_assert_gt(admitted, 10);
+    cr_assert_gt(refused, 100);
+    cr_assert_gt(took_rest, 0, "no request was granted less than the cap: the test proves little");
 }
 
 static char *feed_all(gx_maas_sse *s, const char *text, size_t cut)

@@ -32,6 +32,12 @@ static int agree(const char *s, size_t n)
     cr_assert_eq(a.max_tokens, b.max_tokens, "max_tokens: %.*s", (int)n, s);
     cr_assert_eq(a.has_n, b.has_n, "has_n: %.*s", (int)n, s);
     cr_assert_eq(a.n, b.n, "n: %.*s", (int)n, s);
+    cr_assert_eq(a.n_kind, b.n_kind, "n_kind: %.*s", (int)n, s);
+    cr_assert_eq(a.mt_kind, b.mt_kind, "mt_kind: %.*s", (int)n, s);
+    cr_assert_eq(a.mt, b.mt, "mt: %.*s", (int)n, s);
+    cr_assert_eq(a.mct_kind, b.mct_kind, "mct_kind: %.*s", (int)n, s);
+    cr_assert_eq(a.mct, b.mct, "mct: %.*s", (int)n, s);
+    cr_assert_eq(a.prompts, b.prompts, "prompts: %.*s", (int)n, s);
     cr_assert_eq(a.text_bytes, b.text_bytes, "text_bytes %lld against %lld: %.*s", (long long)a.text_bytes,
                  (long long)b.text_bytes, (int)n, s);
     cr_assert_eq(a.messages, b.messages, "messages: %.*s", (int)n, s);
@@ -82,6 +88,22 @@ Test(maas_body, typical_requests_take_the_scan)
     s = ok[14];
     cr_assert_eq(gx_maas_body_scan(s, strlen(s), &b), 0);
     cr_assert(b.has_model && b.model_long && strlen(b.model) == GX_MAAS_BODY_MODEL - 1);
+    s = ok[9];   /* a limit that is not an integer is still seen, so that it can be replaced */
+    cr_assert_eq(gx_maas_body_scan(s, strlen(s), &b), 0);
+    cr_assert(b.mct_kind == GX_MAAS_F_OTHER && b.mt_kind == GX_MAAS_F_INT && b.mt == 7 && b.max_tokens == 7);
+    s = ok[2];
+    cr_assert_eq(gx_maas_body_scan(s, strlen(s), &b), 0);
+    cr_assert(b.mt_kind == GX_MAAS_F_INT && b.mt == -3 && b.n_kind == GX_MAAS_F_INT && b.prompts == 1);
+    s = ok[3];   /* a batch of two prompts (token lists) */
+    cr_assert_eq(gx_maas_body_scan(s, strlen(s), &b), 0);
+    cr_assert_eq(b.prompts, 2);
+    const char *more[] = {"{\"model\":\"m\",\"prompt\":[\"a\",\"b\",\"c\"],\"max_tokens\":null,\"n\":null}",
+                          "{\"model\":\"m\",\"prompt\":[1,2,3],\"n\":\"2\"}", "{\"prompt\":[]}", NULL};
+    for (int i = 0; more[i]; i++) cr_assert_eq(agree_s(more[i]), 0, "left to jansson: %s", more[i]);
+    cr_assert_eq(gx_maas_body_scan(more[0], strlen(more[0]), &b), 0);
+    cr_assert(b.prompts == 3 && b.mt_kind == GX_MAAS_F_NULL && !b.has_max && b.n_kind == GX_MAAS_F_NULL && !b.has_n);
+    cr_assert_eq(gx_maas_body_scan(more[1], strlen(more[1]), &b), 0);
+    cr_assert(b.prompts == 1 && b.n_kind == GX_MAAS_F_OTHER, "one prompt of token ids; n a string");
 }
 
 Test(maas_body, doubtful_bodies_are_left_to_jansson)
@@ -205,4 +227,167 @@ Test(maas_body, random_and_mutated_bodies_agree_with_jansson)
     cr_assert_gt(answered, 10000, "the scan answered only %d bodies", answered);
     cr_assert_gt(left, 5000, "only %d bodies were left to jansson", left);
     cr_assert_gt(mutated_answered, 500, "mutations never kept a body valid (%d)", mutated_answered);
+}
+
+/* ---- the body sent upstream -------------------------------------------------------------- */
+
+#define BOTH (GX_MAAS_FIELD_MT | GX_MAAS_FIELD_MCT)
+
+/* What the gateway would send upstream for s (read by the scan, or by jansson when the
+ * scan leaves it, as proxy.c does). It must be one JSON object with no duplicate key.
+ * Returns the bytes (to free); *changed: they differ from s. */
+static char *upstream(const char *s, int add_usage, int fields, int64_t grant, int *changed)
+{
+    gx_maas_body b;
+    json_t *tree = NULL;
+    if (gx_maas_body_scan(s, strlen(s), &b)) {
+        tree = json_loads(s, JSON_REJECT_DUPLICATES, NULL);
+        cr_assert(json_is_object(tree), "bad test body %s", s);
+        gx_maas_body_of_json(tree, &b);
+    }
+    char *out;
+    size_t n;
+    cr_assert_eq(gx_maas_body_upstream(s, strlen(s), &b, &tree, add_usage, fields, grant, &out, &n), 0, "%s", s);
+    json_decref(tree);
+    *changed = out != NULL;
+    if (out) cr_assert_eq(strlen(out), n, "length of %s", out);
+    char *r = out ? out : strdup(s);
+    json_t *j = json_loads(r, JSON_REJECT_DUPLICATES, NULL);
+    cr_assert(json_is_object(j), "not one JSON object without duplicate keys: %s", r);
+    json_decref(j);
+    return r;
+}
+
+/* The upstream body of s equals want, as JSON (key order aside). */
+static void upstream_is(const char *s, int add_usage, int fields, int64_t grant, const char *want)
+{
+    int changed;
+    char *r = upstream(s, add_usage, fields, grant, &changed);
+    json_t *a = json_loads(r, JSON_REJECT_DUPLICATES, NULL), *b = json_loads(want, 0, NULL);
+    cr_assert(b, "bad expected JSON %s", want);
+    cr_assert(json_equal(a, b), "%s\n  sent  %s\n  want  %s", s, r, want);
+    json_decref(a);
+    json_decref(b);
+    free(r);
+}
+
+Test(maas_body, upstream_is_told_the_grant)
+{
+    int changed;
+    char *r;
+    /* no limit named: inserted as text, every byte the client sent kept */
+    r = upstream("{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}", 0, BOTH, 7, &changed);
+    cr_assert_str_eq(r, "{\"max_tokens\":7,\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}");
+    free(r);
+    r = upstream(" {\"model\":\"m\",\"stream\":true}", 1, BOTH, 7, &changed);   /* with the usage insertion */
+    cr_assert_str_eq(r, " {\"stream_options\":{\"include_usage\":true},\"max_tokens\":7,\"model\":\"m\",\"stream\":true}");
+    free(r);
+    r = upstream("{\"model\":\"m\",\"stream\":true,\"max_tokens\":7}", 1, BOTH, 7, &changed);   /* usage alone */
+    cr_assert_str_eq(r, "{\"stream_options\":{\"include_usage\":true},\"model\":\"m\",\"stream\":true,\"max_tokens\":7}");
+    free(r);
+    r = upstream("{ }", 1, BOTH, 3, &changed);   /* no trailing comma in an empty object */
+    cr_assert_str_eq(r, "{\"stream_options\":{\"include_usage\":true},\"max_tokens\":3 }");
+    free(r);
+    /* /v1/completions has only max_tokens: a max_completion_tokens there limits nothing */
+    r = upstream("{\"model\":\"m\",\"prompt\":\"p\",\"max_completion_tokens\":500}", 0, GX_MAAS_FIELD_MT, 16, &changed);
+    cr_assert_str_eq(r, "{\"max_tokens\":16,\"model\":\"m\",\"prompt\":\"p\",\"max_completion_tokens\":500}");
+    free(r);
+
+    /* within the grant: the client's bytes as they are */
+    const char *same[] = {"{\"model\":\"m\",\"max_tokens\":8}", "{\"model\":\"m\",\"max_completion_tokens\":3}",
+                          "{\"model\":\"m\", \"max_tokens\" : 1 ,\"max_completion_tokens\":8}",
+                          "{\"model\":\"m\",\"stream\":true,\"stream_options\":{\"include_usage\":true},\"max_tokens\":8}", NULL};
+    for (int i = 0; same[i]; i++) {
+        r = upstream(same[i], strstr(same[i], "stream") != NULL, BOTH, 8, &changed);
+        cr_assert(!changed, "changed %s into %s", same[i], r);
+        free(r);
+    }
+    r = upstream("{\"model\":\"m\",\"input\":\"x\"}", 0, BOTH, 0, &changed);   /* embeddings: no completion */
+    cr_assert(!changed);
+    free(r);
+
+    /* a limit above the grant, null or not an integer: replaced in the client's field */
+    upstream_is("{\"model\":\"m\",\"max_tokens\":500,\"temperature\":0.5}", 0, BOTH, 7,
+                "{\"model\":\"m\",\"max_tokens\":7,\"temperature\":0.5}");
+    upstream_is("{\"model\":\"m\",\"max_tokens\":null}", 0, BOTH, 7, "{\"model\":\"m\",\"max_tokens\":7}");
+    upstream_is("{\"model\":\"m\",\"max_tokens\":5.5}", 0, BOTH, 7, "{\"model\":\"m\",\"max_tokens\":7}");
+    upstream_is("{\"model\":\"m\",\"max_tokens\":\"9\"}", 0, BOTH, 7, "{\"model\":\"m\",\"max_tokens\":7}");
+    upstream_is("{\"model\":\"m\",\"max_completion_tokens\":500}", 0, BOTH, 7, "{\"model\":\"m\",\"max_completion_tokens\":7}");
+    upstream_is("{\"model\":\"m\",\"max_completion_tokens\":null,\"max_tokens\":50}", 0, BOTH, 7,
+                "{\"model\":\"m\",\"max_completion_tokens\":7,\"max_tokens\":7}");
+    upstream_is("{\"model\":\"m\",\"max_completion_tokens\":500,\"max_tokens\":3}", 0, BOTH, 7,
+                "{\"model\":\"m\",\"max_completion_tokens\":7,\"max_tokens\":3}");
+    /* both changes through the tree at once */
+    upstream_is("{\"model\":\"m\",\"stream\":true,\"stream_options\":{\"include_usage\":false,\"x\":1},\"max_tokens\":900}", 1,
+                BOTH, 7, "{\"model\":\"m\",\"stream\":true,\"stream_options\":{\"include_usage\":true,\"x\":1},\"max_tokens\":7}");
+    upstream_is("{\"model\":\"m\",\"stream\":true,\"stream_options\":null}", 1, BOTH, 7,
+                "{\"model\":\"m\",\"stream\":true,\"stream_options\":{\"include_usage\":true},\"max_tokens\":7}");
+    /* an escaped key the scan leaves to jansson is still the field it names: no second one */
+    upstream_is("{\"model\":\"m\",\"max\\u005ftokens\":500}", 0, BOTH, 7, "{\"model\":\"m\",\"max_tokens\":7}");
+    upstream_is("{\"model\":\"m\",\"max\\u005ftokens\":5}", 0, BOTH, 7, "{\"model\":\"m\",\"max_tokens\":5}");
+}
+
+/* Random bodies: whatever the client sent, the upstream body is one object without
+ * duplicate keys, says include_usage when asked, binds every limit field to 1..grant,
+ * and leaves every other member as it was. */
+Test(maas_body, upstream_body_of_random_bodies)
+{
+    static buf b;
+    gx_rng_seed(rs, 7);
+    int checked = 0, unchanged = 0;
+    for (int i = 0; i < 20000; i++) {
+        gen_body(&b);
+        json_t *orig = json_loadb(b.p, b.n, JSON_REJECT_DUPLICATES, NULL);
+        if (!json_is_object(orig)) { json_decref(orig); continue; }
+        gx_maas_body bi;
+        json_t *tree = NULL;
+        if (gx_maas_body_scan(b.p, b.n, &bi)) {
+            tree = json_loadb(b.p, b.n, JSON_REJECT_DUPLICATES, NULL);
+            gx_maas_body_of_json(tree, &bi);
+        }
+        int usage = (int)pick(2), fields = pick(2) ? BOTH : GX_MAAS_FIELD_MT;
+        int64_t grant = (int64_t)pick(10);
+        char *out;
+        size_t n;
+        int rc = gx_maas_body_upstream(b.p, b.n, &bi, &tree, usage, fields, grant, &out, &n);
+        json_decref(tree);
+        json_t *so0 = json_object_get(orig, "stream_options");
+        int so_bad = so0 && !json_is_object(so0) && !json_is_null(so0);
+        if (rc) {
+            cr_assert(usage && so_bad, "refused %.*s", (int)b.n, b.p);
+            json_decref(orig);
+            continue;
+        }
+        unchanged += !out;
+        json_t *j = out ? json_loadb(out, n, JSON_REJECT_DUPLICATES, NULL) : json_incref(orig);
+        cr_assert(json_is_object(j), "%.*s became %s", (int)b.n, b.p, out);
+        const char *k;
+        json_t *v;
+        json_object_foreach(orig, k, v) {
+            int lim = (!strcmp(k, "max_tokens") && (fields & GX_MAAS_FIELD_MT)) ||
+                      (!strcmp(k, "max_completion_tokens") && (fields & GX_MAAS_FIELD_MCT));
+            if ((grant && lim) || (usage && !strcmp(k, "stream_options"))) continue;
+            cr_assert(json_equal(v, json_object_get(j, k)), "%s changed: %.*s -> %s", k, (int)b.n, b.p, out);
+        }
+        if (usage) cr_assert(json_is_true(json_object_get(json_object_get(j, "stream_options"), "include_usage")),
+                             "%.*s -> %s", (int)b.n, b.p, out);
+        if (grant) {
+            int present = 0;
+            const char *names[] = {"max_tokens", "max_completion_tokens"};
+            for (int f = 0; f < 2; f++) {
+                json_t *x = json_object_get(j, names[f]);
+                if (!x || !(fields & (f ? GX_MAAS_FIELD_MCT : GX_MAAS_FIELD_MT))) continue;
+                present = 1;
+                cr_assert(json_is_integer(x) && json_integer_value(x) >= 1 && json_integer_value(x) <= grant,
+                          "%s not within 1..%lld: %.*s -> %s", names[f], (long long)grant, (int)b.n, b.p, out);
+            }
+            cr_assert(present, "no limit: %.*s -> %s", (int)b.n, b.p, out);
+        }
+        checked++;
+        json_decref(j);
+        json_decref(orig);
+        free(out);
+    }
+    cr_assert_gt(checked, 3000, "only %d bodies checked", checked);
+    cr_assert_gt(unchanged, 100, "the unchanged path was never taken (%d)", unchanged);
 }
