@@ -142,19 +142,19 @@ int gx_cli_run_usage(gx_cli_ctx *c)
     if (WANT_JSON(c)) {
         rc = gx_cli_print_json(c, ans);
     } else {
-        const char *h[] = {"KEY", "REQUESTS", "PROMPT", "COMPLETION", "TOTAL", "ESTIMATED", "ERRORS"};
+        const char *h[] = {"KEY", "REQUESTS", "PROMPT", "COMPLETION", "TOTAL", "ESTIMATED", "ERRORS", "LIMITED"};
         char head[16];
         snprintf(head, sizeof head, "%s", g ? g : "key");
         for (char *p = head; *p; p++) *p = (char)(*p >= 'a' && *p <= 'z' ? *p - 32 : *p);
         h[0] = head;
-        gx_cli_table *t = gx_cli_table_new(7, h);
+        gx_cli_table *t = gx_cli_table_new(8, h);
         size_t i;
         const json_t *u;
         json_array_foreach(json_object_get(ans, "items"), i, u) {
-            char n[6][32];
-            const char *f[] = {"requests", "promptTokens", "completionTokens", "totalTokens", "estimatedRequests", "errors"};
-            for (int k = 0; k < 6; k++) snprintf(n[k], sizeof n[k], "%lld", (long long)json_integer_value(json_object_get(u, f[k])));
-            const char *cells[] = {gx_cli_jstr_or(u, "group", "-"), n[0], n[1], n[2], n[3], n[4], n[5]};
+            char n[7][32];
+            const char *f[] = {"requests", "promptTokens", "completionTokens", "totalTokens", "estimatedRequests", "errors", "limited"};
+            for (int k = 0; k < 7; k++) snprintf(n[k], sizeof n[k], "%lld", (long long)json_integer_value(json_object_get(u, f[k])));
+            const char *cells[] = {gx_cli_jstr_or(u, "group", "-"), n[0], n[1], n[2], n[3], n[4], n[5], n[6]};
             if (t) gx_cli_table_add(t, cells);
         }
         if (t) gx_cli_table_print(t, stdout, 0);

@@ -219,8 +219,9 @@ typedef struct gx_maas_usage gx_maas_usage;
 gx_maas_usage *gx_maas_usage_new(gx_store *st);
 void gx_maas_usage_free(gx_maas_usage *u);
 void gx_maas_usage_add(gx_maas_usage *u, const gx_maas_record *r);
-/* An admission refused by a limit. */
-void gx_maas_usage_limited(gx_maas_usage *u, const char *model, const char *tier);
+/* A request refused after its key was accepted (429, 403, 404, 413, 503...): its record
+ * is written like any other (no tokens), and a 429 counts in limited_calls. */
+void gx_maas_usage_refused(gx_maas_usage *u, const gx_maas_record *r);
 /* Write pending records when due (one transaction). */
 void gx_maas_usage_flush(gx_maas_usage *u, int64_t now, int force);
 char *gx_maas_usage_metrics(gx_maas_usage *u, char *text);

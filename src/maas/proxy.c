@@ -222,6 +222,28 @@ static void record(call *c, int status, int64_t prompt, int64_t completion, int 
     gx_maas_usage_add(c->m->usage, &r);
 }
 
+/* A request its key got in with but that went no further (400, 403, 404, 413, 429,
+ * 503 starting, 500): it leaves a record too (no tokens), so that usage shows who is
+ * refused and why, and a 429 counts in limited_calls. model: the model, or the name
+ * the client asked for. */
+static void refused(gx_maas *m, const gx_maas_key *key, const gx_maas_tier *tier, const char *model,
+                    const char *endpoint, int status, int stream)
+{
+    gx_maas_record r;
+    memset(&r, 0, sizeof r);
+    r.ts_ms = gx_maas_now(m);
+    memcpy(r.key_id, key->id, sizeof r.key_id);
+    memcpy(r.user, key->user, sizeof r.user);
+    memcpy(r.ns, key->ns, sizeof r.ns);
+    gx_strcpy_cut(r.model, sizeof r.model, model ? model : "");
+    gx_strcpy_cut(r.tier, sizeof r.tier, tier->name);
+    gx_strcpy_cut(r.endpoint, sizeof r.endpoint, endpoint);
+    r.stream = stream;
+    r.status = status;
+    r.ttft_s = -1;
+    gx_maas_usage_refused(m->usage, &r);
+}
+
 /* Settle the reservation with what the upstream reported (or an estimate). */
 static void settle(call *c, int status, int refund)
 {
@@ -677,6 +699,7 @@ void gx_maas_proxy_call(gx_maas *m, gx_req *req, gx_resp *resp, gx_maas_key *key
             gx_maas_oai_error(resp, 400, "invalid_request_error", NULL, "the body must be a JSON object (%s)",
                               b ? "it is not an object" : je.text);
             json_decref(b);
+            refused(m, key, tier, NULL, endpoint, 400, 0);
             return;
         }
         gx_maas_body_of_json(b, &bi);
@@ -725,7 +748,6 @@ void gx_maas_proxy_call(gx_maas *m, gx_req *req, gx_resp *resp, gx_maas_key *key
     c->stream = bi.stream && strcmp(endpoint, "embeddings");
     c->prompt_est = ask.prompt;
     if (gx_maas_admit_ask(tier, &key->bucket, &ask, now, &c->v)) {
-        gx_maas_usage_limited(m->usage, md->name, tier->name);
         gx_maas_oai_error(resp, 429, c->v.result == GX_MAAS_LIM_TOKENS || c->v.result == GX_MAAS_LIM_TOO_BIG
                           ? "tokens" : "requests", "rate_limit_exceeded", "%s", c->v.msg);
         gx_maas_limit_headers(resp, &c->v);
@@ -751,6 +773,7 @@ void gx_maas_proxy_call(gx_maas *m, gx_req *req, gx_resp *resp, gx_maas_key *key
     req->async_free = on_req_gone;
     resp->defer = 1;
 out:
+    if (resp->status >= 400) refused(m, key, tier, md ? md->name : name, endpoint, resp->status, bi.stream);
     json_decref(b);
 }
 

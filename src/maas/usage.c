@@ -12,8 +12,10 @@
  * thread writes them (src/store/background.c). */
 #include <stdio.h>
 #include <stdlib.h>
+#include <stddef.h>
 #include <string.h>
 #include "lib/sbuf.h"
+#include "lib/strmap.h"
 #include "maas/maas_int.h"
 #include "store/ratelimit.h"
 
@@ -37,6 +39,15 @@ typedef struct series {
     hist ttft, dur, tin, tout;
 } series;
 
+/* Limitador's counters carry the user as well (as Red Hat MaaS labels them), so that an
+ * operator sees who is throttled; the histograms stay by model and tier. Bounded: past
+ * MAX_USER_SERIES the rest share one series labelled "_other". */
+#define MAX_USER_SERIES 4096
+typedef struct useries {
+    char model[128], tier[64], user[64];
+    uint64_t calls, limited, hits;
+} useries;
+
 struct gx_maas_usage {
     gx_store *st;
     gx_maas_record *pend;
@@ -45,6 +56,9 @@ struct gx_maas_usage {
     int64_t last_flush;
     series *s;
     size_t ns;
+    useries *us;
+    size_t nus;
+    gx_strmap us_by;           /* "model\x1ftier\x1fuser" -> useries * */
     gx_maas *m;                /* for the windows (set by gx_maas_windows_load) */
     int64_t win_last_flush;
     uint64_t win_saved, win_failed;
@@ -56,7 +70,9 @@ gx_maas_usage *gx_maas_usage_new(gx_store *st)
     if (!u) abort();
     u->st = st;
     u->s = calloc(MAX_SERIES, sizeof *u->s);
-    if (!u->s) abort();
+    u->us = calloc(MAX_USER_SERIES, sizeof *u->us);
+    if (!u->s || !u->us) abort();
+    gx_strmap_init(&u->us_by);
     return u;
 }
 
@@ -65,6 +81,8 @@ void gx_maas_usage_free(gx_maas_usage *u)
     if (!u) return;
     free(u->pend);
     free(u->s);
+    free(u->us);
+    gx_strmap_free(&u->us_by);
     free(u);
 }
 
@@ -79,12 +97,53 @@ static series *series_of(gx_maas_usage *u, const char *model, const char *tier)
     return s;
 }
 
+static useries *useries_of(gx_maas_usage *u, const char *model, const char *tier, const char *user)
+{
+    char k[128 + 64 + 64 + 2];
+    size_t a = strlen(model), b = strlen(tier), c = strlen(user);
+    if (a > 127) a = 127;
+    if (b > 63) b = 63;
+    if (c > 63) c = 63;
+    memcpy(k, model, a);
+    k[a] = 0x1f;
+    memcpy(k + a + 1, tier, b);
+    k[a + 1 + b] = 0x1f;
+    memcpy(k + a + b + 2, user, c);
+    k[a + b + c + 2] = 0;
+    useries *s = gx_strmap_get(&u->us_by, k);
+    if (s) return s;
+    if (u->nus == MAX_USER_SERIES - 1) {   /* the last slot is the overflow series */
+        s = &u->us[MAX_USER_SERIES - 1];
+        if (!*s->model) { strcpy(s->model, "_other"); strcpy(s->tier, "_other"); strcpy(s->user, "_other"); }
+        return s;
+    }
+    s = &u->us[u->nus++];
+    snprintf(s->model, sizeof s->model, "%s", model);
+    snprintf(s->tier, sizeof s->tier, "%s", tier);
+    snprintf(s->user, sizeof s->user, "%s", user);
+    gx_strmap_put(&u->us_by, k, s);
+    return s;
+}
+
 static void observe(hist *h, const double *bounds, size_t nb, double v)
 {
     for (size_t i = 0; i < nb; i++)
         if (v <= bounds[i]) h->b[i]++;
     h->count++;
     h->sum += v;
+}
+
+/* Queue a record for the store's writer. */
+static void pend(gx_maas_usage *u, const gx_maas_record *r)
+{
+    if (u->n == MAX_PENDING) { u->dropped++; return; } /* the store is stuck: keep serving */
+    if (u->n == u->cap) {
+        u->cap = u->cap ? u->cap * 2 : 256;
+        gx_maas_record *p = realloc(u->pend, u->cap * sizeof *p);
+        if (!p) abort();
+        u->pend = p;
+    }
+    u->pend[u->n++] = *r;
 }
 
 void gx_maas_usage_add(gx_maas_usage *u, const gx_maas_record *r)
@@ -99,19 +158,19 @@ void gx_maas_usage_add(gx_maas_usage *u, const gx_maas_record *r)
         observe(&s->tin, tok_b, NK, (double)r->prompt);
         observe(&s->tout, tok_b, NK, (double)r->completion);
     }
-    if (u->n == MAX_PENDING) { u->dropped++; return; } /* the store is stuck: keep serving */
-    if (u->n == u->cap) {
-        u->cap = u->cap ? u->cap * 2 : 256;
-        gx_maas_record *p = realloc(u->pend, u->cap * sizeof *p);
-        if (!p) abort();
-        u->pend = p;
-    }
-    u->pend[u->n++] = *r;
+    useries *us = useries_of(u, r->model, r->tier, r->user);
+    us->calls++;
+    us->hits += (uint64_t)(r->prompt + r->completion);
+    pend(u, r);
 }
 
-void gx_maas_usage_limited(gx_maas_usage *u, const char *model, const char *tier)
+void gx_maas_usage_refused(gx_maas_usage *u, const gx_maas_record *r)
 {
-    series_of(u, model, tier)->limited++;
+    if (r->status == 429) {
+        series_of(u, r->model, r->tier)->limited++;
+        useries_of(u, r->model, r->tier, r->user)->limited++;
+    }
+    pend(u, r);
 }
 
 void gx_maas_usage_flush(gx_maas_usage *u, int64_t now, int force)
@@ -273,15 +332,18 @@ char *gx_maas_usage_metrics(gx_maas_usage *u, char *text)
     gx_sbuf o = {text, text ? strlen(text) : 0, text ? strlen(text) + 1 : 0};
     if (!o.p) { o.cap = 4096; o.p = calloc(1, o.cap); if (!o.p) abort(); }
     char l[400];
-    gx_sbuf_printf(&o, "# HELP authorized_calls Gateway requests admitted (Limitador's name)\n# TYPE authorized_calls counter\n");
-    for (size_t i = 0; i < u->ns; i++)
-        gx_sbuf_printf(&o, "authorized_calls{model=\"%s\",tier=\"%s\"} %llu\n", u->s[i].model, u->s[i].tier, (unsigned long long)u->s[i].calls);
-    gx_sbuf_printf(&o, "# HELP limited_calls Gateway requests refused by a rate limit (429)\n# TYPE limited_calls counter\n");
-    for (size_t i = 0; i < u->ns; i++)
-        gx_sbuf_printf(&o, "limited_calls{model=\"%s\",tier=\"%s\"} %llu\n", u->s[i].model, u->s[i].tier, (unsigned long long)u->s[i].limited);
-    gx_sbuf_printf(&o, "# HELP authorized_hits Tokens charged (prompt + completion)\n# TYPE authorized_hits counter\n");
-    for (size_t i = 0; i < u->ns; i++)
-        gx_sbuf_printf(&o, "authorized_hits{model=\"%s\",tier=\"%s\"} %llu\n", u->s[i].model, u->s[i].tier, (unsigned long long)u->s[i].hits);
+    static const struct { const char *name, *help; size_t off; } lim[] = {
+        {"authorized_calls", "Gateway requests admitted (Limitador's name)", offsetof(useries, calls)},
+        {"limited_calls", "Gateway requests refused by a rate limit (429)", offsetof(useries, limited)},
+        {"authorized_hits", "Tokens charged (prompt + completion)", offsetof(useries, hits)}};
+    for (size_t k = 0; k < sizeof lim / sizeof lim[0]; k++) {
+        gx_sbuf_printf(&o, "# HELP %s %s\n# TYPE %s counter\n", lim[k].name, lim[k].help, lim[k].name);
+        for (size_t i = 0; i < u->nus + (u->us[MAX_USER_SERIES - 1].model[0] ? 1 : 0); i++) {
+            const useries *s = i < u->nus ? &u->us[i] : &u->us[MAX_USER_SERIES - 1];
+            gx_sbuf_printf(&o, "%s{model=\"%s\",tier=\"%s\",user=\"%s\"} %llu\n", lim[k].name, s->model, s->tier, s->user,
+                           (unsigned long long)*(const uint64_t *)((const char *)s + lim[k].off));
+        }
+    }
     gx_sbuf_printf(&o, "# HELP gen_ai_client_token_usage Tokens per request by type (OpenTelemetry GenAI)\n# TYPE gen_ai_client_token_usage histogram\n");
     for (size_t i = 0; i < u->ns; i++) {
         snprintf(l, sizeof l, "gen_ai_request_model=\"%s\",model=\"%s\",tier=\"%s\",gen_ai_token_type=\"input\"",

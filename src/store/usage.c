@@ -244,7 +244,7 @@ json_t *gx_store_usage_summary(gx_store *s, const char *group_by, int64_t since_
     /* seq from the first batch that has a record at or after since (usage_marks): a
      * range of the table's rowids instead of an index on ts_ms that every write pays */
     snprintf(sql, sizeof sql, "SELECT %s, COUNT(*), SUM(prompt_tokens), SUM(completion_tokens), SUM(estimated), "
-             "SUM(status >= 400) FROM usage WHERE seq >= (SELECT COALESCE(MIN(first_seq), 9223372036854775807) "
+             "SUM(status >= 400), SUM(status = 429) FROM usage WHERE seq >= (SELECT COALESCE(MIN(first_seq), 9223372036854775807) "
              "FROM usage_marks WHERE max_ts >= ?1) AND ts_ms >= ?1 AND (?2 IS NULL OR user = ?2) "
              "GROUP BY %s ORDER BY %s", col, col, col);
     sqlite3_stmt *st;
@@ -255,10 +255,10 @@ json_t *gx_store_usage_summary(gx_store *s, const char *group_by, int64_t since_
     json_t *out = json_array();
     while (sqlite3_step(st) == SQLITE_ROW) {
         json_int_t p = sqlite3_column_int64(st, 2), c = sqlite3_column_int64(st, 3);
-        json_array_append_new(out, json_pack("{s:s,s:I,s:I,s:I,s:I,s:I,s:I}", "group", sqlite3_column_text(st, 0),
+        json_array_append_new(out, json_pack("{s:s,s:I,s:I,s:I,s:I,s:I,s:I,s:I}", "group", sqlite3_column_text(st, 0),
             "requests", (json_int_t)sqlite3_column_int64(st, 1), "promptTokens", p, "completionTokens", c,
             "totalTokens", p + c, "estimatedRequests", (json_int_t)sqlite3_column_int64(st, 4),
-            "errors", (json_int_t)sqlite3_column_int64(st, 5)));
+            "errors", (json_int_t)sqlite3_column_int64(st, 5), "limited", (json_int_t)sqlite3_column_int64(st, 6)));
     }
     sqlite3_finalize(st);
     return out;

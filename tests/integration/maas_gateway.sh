@@ -250,6 +250,15 @@ check "...retry-after" grep -qi '^retry-after: [0-9]' "$hdr"
 check "...x-ratelimit-remaining-requests: 0" grep -qi '^x-ratelimit-remaining-requests: 0' "$hdr"
 check "...x-ratelimit-reset-requests" grep -qi '^x-ratelimit-reset-requests: [0-9]' "$hdr"
 expect_eq "/v1/models is never limited" "$(status_of "$(v1 "$FREE" models)")" 200
+# a refusal leaves a usage record too (no tokens), so usage shows who is throttled
+out=$(v1 "$FREE" chat/completions -d "$(chat no-such-model hi)")
+expect_eq "unknown model with a good key: 404" "$(status_of "$out")" 404
+fid=$(cut -d_ -f2 <<<"$FREE")
+u=$(api GET '/api/v1/usage?group_by=key&since=1h' | sed '$d' | jq -c --arg id "$fid" '.items[] | select(.group == $id)')
+# (3 served, the 429, this 404, and the 403 "model not in tier" further up)
+expect_eq "usage of the free key: 6 requests, 1 limited, 3 errors" "$(jq -r '"\(.requests) \(.limited) \(.errors)"' <<<"$u")" "6 1 3"
+expect_eq "...the 403, 404 and 429 are records with their status and no tokens" \
+  "$(sqlite3 "$TMP/data/gpuaas.db" "select group_concat(status || ':' || (prompt_tokens + completion_tokens), ' ') from (select status, prompt_tokens, completion_tokens from usage where key_id = '$fid' and status >= 400 order by status)")" "403:0 404:0 429:0"
 
 # ---- token grants -------------------------------------------------------------------
 for _ in $(seq 1 100); do [[ $(api GET /api/v1/models/long | sed '$d' | jq -r .state) == Ready ]] && break; sleep 0.1; done
@@ -273,7 +282,7 @@ ok200=$(grep -c '^200$' <<<"$res"); n429=$(grep -c '^429$' <<<"$res")
 expect_eq "daily budget: every client answered (200 or 429)" "$((ok200 + n429))" 30
 tot=$(api GET '/api/v1/usage?group_by=tier' | sed '$d' | jq '[.items[] | select(.group=="daily") | .totalTokens] | add')
 check "daily budget: tokens charged ($tot, $ok200 admitted) never pass the 100 of the day" test "${tot:-99999}" -le 100 -a "$ok200" -gt 0
-most=$(sqlite3 "$TMP/data/gpuaas.db" "select max(completion_tokens) || ' ' || count(*) from usage where tier='daily'")
+most=$(sqlite3 "$TMP/data/gpuaas.db" "select max(completion_tokens) || ' ' || count(*) from usage where tier='daily' and status < 400")
 expect_eq "...the upstream generated at most the 5 granted, on every admitted request" "$(( ${most% *} <= 5 )) ${most#* }" "1 $ok200"
 # a tier of 100 tokens a minute admits a request that names no max_tokens (the next two
 # requests must fall in one minute window: windows start on the wall clock's minutes)
@@ -358,7 +367,7 @@ check "usage marks estimates (no usage reported)" jq -e '.items[] | select(.grou
 check "usage records a cancelled stream as 499" sqlite3 "$TMP/data/gpuaas.db" "select 1 from usage where status=499 limit 1" 
 check "gpuaas usage (CLI)" bash -c "'$G' usage --group-by user | grep -q admin"
 m=$(curl -s "$GPUAAS_SERVER/metrics")
-for name in 'authorized_calls{model="fake",tier="gold"}' 'limited_calls{model="fake",tier="free"}' 'authorized_hits{model="fake",tier="gold"}' \
+for name in 'authorized_calls{model="fake",tier="gold",user="admin"}' 'limited_calls{model="fake",tier="free",user="admin"}' 'authorized_hits{model="fake",tier="gold",user="admin"}' \
             'gen_ai_client_token_usage_bucket{' 'gen_ai_server_time_to_first_token_seconds_bucket{' 'gen_ai_server_request_duration_seconds_count{'; do
   check "metric $name" grep -qF "$name" <<<"$m"
 done

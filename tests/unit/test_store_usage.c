@@ -66,6 +66,7 @@ Test(store_usage, dimensions_are_shared_and_kept_apart, .init = store_tmp_make, 
     json_t *g = group(s, "key", "ab");
     cr_assert_eq(json_integer_value(json_object_get(g, "promptTokens")), 40);
     cr_assert_eq(json_integer_value(json_object_get(g, "errors")), 1);
+    cr_assert_eq(json_integer_value(json_object_get(g, "limited")), 1, "the 429 counts as limited");
     json_decref(g);
     gx_store_close(s);
     cr_assert_eq(count("SELECT COUNT(*) FROM usage_dims"), 2);
