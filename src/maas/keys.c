@@ -153,7 +153,11 @@ gx_maas_keys *gx_maas_keys_open(gx_store *st, const char *data_dir, gx_err *err)
         gx_maas_keys_free(k);
         return NULL;
     }
-    json_t *rows = gx_store_api_keys(st, err);
+    /* the loop's clock is not ours here; expiry at start needs only the wall clock */
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    int64_t now = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    json_t *rows = gx_store_api_keys(st, now, (int64_t)k->max_ended, err);
     if (!rows) { gx_maas_keys_free(k); return NULL; }
     size_t i;
     json_t *r;
@@ -174,10 +178,7 @@ gx_maas_keys *gx_maas_keys_open(gx_store *st, const char *data_dir, gx_err *err)
         add_mem(k, key);
     }
     json_decref(rows);
-    /* the loop's clock is not ours here; expiry at start needs only the wall clock */
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    forget_ended(k, (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000, k->max_ended);
+    forget_ended(k, now, k->max_ended);   /* a no-op unless the query kept more */
     return k;
 }
 

@@ -417,14 +417,22 @@ int gx_store_revoke_api_key(gx_store *s, const char *id, int64_t now_ms, gx_err 
     return gx_store_run(s, err, "UPDATE api_keys SET revoked_ms = ?2 WHERE id = ?1 AND revoked_ms IS NULL", "si", id, now_ms);
 }
 
-json_t *gx_store_api_keys(gx_store *s, gx_err *err)
+/* Only what the gateway holds in memory (see maas/keys.c): the active keys and the
+ * ended_keep that ended last, so that start-up never reads every key ever made. */
+json_t *gx_store_api_keys(gx_store *s, int64_t now_ms, int64_t ended_keep, gx_err *err)
 {
     sqlite3_stmt *st;
+#define ACTIVE "(revoked_ms IS NULL AND (expires_ms = 0 OR expires_ms > ?1))"
     if (sqlite3_prepare_v2(s->db, "SELECT id, name, user, namespace, tier, hash, created_ms, expires_ms, "
-                           "COALESCE(revoked_ms, 0) FROM api_keys ORDER BY created_ms", -1, &st, NULL) != SQLITE_OK) {
+                           "COALESCE(revoked_ms, 0) FROM api_keys WHERE " ACTIVE " OR id IN (SELECT id FROM api_keys "
+                           "WHERE NOT " ACTIVE " ORDER BY COALESCE(revoked_ms, expires_ms) DESC LIMIT ?2) "
+                           "ORDER BY created_ms", -1, &st, NULL) != SQLITE_OK) {
+#undef ACTIVE
         gx_store_sqlerr(s, err, "prepare");
         return NULL;
     }
+    sqlite3_bind_int64(st, 1, now_ms);
+    sqlite3_bind_int64(st, 2, ended_keep);
     json_t *out = json_array();
     while (sqlite3_step(st) == SQLITE_ROW) {
         const unsigned char *h = sqlite3_column_blob(st, 5);

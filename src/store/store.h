@@ -59,7 +59,8 @@ typedef struct gx_store_api_key {
 int gx_store_put_api_key(gx_store *s, const gx_store_api_key *k, gx_err *err);
 int gx_store_revoke_api_key(gx_store *s, const char *id, int64_t now_ms, gx_err *err);
 /* [{"id","name","user","namespace","tier","hash": hex,"createdMs","expiresMs","revokedMs"}] */
-json_t *gx_store_api_keys(gx_store *s, gx_err *err);
+/* The active keys at now_ms and the ended_keep that ended last (revoked or expired). */
+json_t *gx_store_api_keys(gx_store *s, int64_t now_ms, int64_t ended_keep, gx_err *err);
 typedef struct gx_store_usage {
     int64_t ts_ms;
     const char *key_id, *user, *ns, *model, *tier, *endpoint;
