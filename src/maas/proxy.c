@@ -249,12 +249,15 @@ static void settle(call *c, int status, int refund)
 {
     int64_t prompt = 0, completion = 0, content = 0;
     int est = 0;
+    /* An upstream error (a 5xx, streamed or not; a plain answer cut short) charges no
+     * tokens: the client got nothing it asked for. A stream cut short charges what was
+     * streamed: the client has it. */
     if (refund) {
         /* nothing was served */
-    } else if (c->stream) {
+    } else if (c->stream && c->status == 200) {
         if (c->sse.have_usage) { prompt = c->sse.prompt; completion = c->sse.completion; }
         else { est = 1; prompt = c->prompt_est; completion = c->sse.content_chunks; }
-    } else if (c->status == 200) {
+    } else if (!c->stream && status == 200) {   /* a plain answer, delivered whole */
         if (gx_maas_usage_of(c->out.p ? c->out.p : "", c->out.len, &prompt, &completion, &content)) {
             est = 1;
             prompt = c->prompt_est;

@@ -4,7 +4,8 @@
  * loopback (keep-alive, chunked SSE), in one thread with epoll.
  * Owns: GET /health, GET /v1/models, POST /v1/chat/completions, /v1/completions,
  * /v1/embeddings, GET /stats (what it saw: requests, streams completed and cancelled,
- * whether the last streamed request asked for usage).
+ * whether the last streamed request asked for usage, streams and held answers in
+ * progress now, held answers whose client left, answers cut on purpose, POSTs).
  * Must not: be used for anything but tests (no limits worth the name, no TLS).
  * Behaviour: max_tokens words are generated ("tok0 tok1 ..."; default --tokens), one
  * SSE chunk each, --token-ms apart; prompt_tokens = words of the prompt. Words in the
@@ -12,13 +13,19 @@
  * first token 1 s (a long prefill; the headers go out at once, as vLLM's do), FAST
  * sends the tokens with no pause, NOUSAGE reports no
  * usage, USAGEINLAST puts usage on the last content chunk (no usage-only chunk),
- * CRASH exits the process (a model server dying). --no-usage: never report usage.
+ * CRASH exits the process (a model server dying), CUT closes the connection halfway
+ * through the answer (after half the chunks of a stream; after half the body of a plain
+ * answer, whose Content-Length promised all of it). --no-usage: never report usage.
+ * --paced-plain: a non-streamed completion is answered only after as long as its
+ * stream would take (max_tokens x the pace), as a real server answers after generating
+ * them all, so that a client leaving meanwhile is seen: /stats counts "cancelledPlain".
  * --api-key KEY: /v1/... answers 401 without "Authorization: Bearer KEY" (vLLM --api-key).
  * --drop-reused: a POST arriving on a connection that already carried a request is not
  * answered: the connection is closed (a server whose keep-alive timeout fired just as
  * the client reused the connection); /stats counts them as "dropped".
  * usage: fake_openai [--port N] [--port-file F] [--model NAME] [--tokens N]
- *                    [--token-ms MS] [--no-usage] [--ready-after-ms MS] [--api-key KEY] [--drop-reused] */
+ *                    [--token-ms MS] [--no-usage] [--ready-after-ms MS] [--api-key KEY] [--drop-reused]
+ *                    [--paced-plain] */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -43,7 +50,10 @@ typedef struct conn {
     char *out; size_t outlen, outcap, outoff;
     /* a stream in progress */
     int streaming, chat, sent, total, usage_mode; /* 0 none, 1 separate chunk, 2 in last */
+    int cut;                   /* CUT: close after half the answer */
+    int closing;               /* close once what is pending is written */
     int64_t prompt, next_at, pace;
+    char *held;                /* --paced-plain: the answer, sent at next_at */
     int nreq;                  /* requests seen on this connection */
     char model[128];
 } conn;
@@ -54,8 +64,9 @@ static const char *model_name = "fake-model";
 static int def_tokens = 8, token_ms = 10, no_usage = 0;
 static const char *api_key; /* --api-key: /v1/... needs "Authorization: Bearer KEY", as vLLM --api-key */
 static int64_t ready_at;
-static int live_streams, maxfd, drop_reused;
+static int live_streams, live_held, maxfd, drop_reused, paced_plain;
 static long n_dropped, n_requests, n_streams, n_completed, n_cancelled, last_include_usage = -1;
+static long n_cancelled_plain, n_cut, n_posts;
 
 static int64_t now_ms(void)
 {
@@ -91,6 +102,7 @@ static void out_fmt(conn *c, const char *fmt, ...)
 static void close_conn(conn *c)
 {
     if (c->streaming) { n_cancelled++; c->streaming = 0; live_streams--; }
+    if (c->held) { n_cancelled_plain++; live_held--; free(c->held); }
     epoll_ctl(ep, EPOLL_CTL_DEL, c->fd, NULL);
     close(c->fd);
     free(c->in);
@@ -113,6 +125,13 @@ static int flush_out(conn *c)
     struct epoll_event ev = {.events = EPOLLIN | EPOLLRDHUP | (c->outlen ? EPOLLOUT : 0), .data.ptr = c};
     epoll_ctl(ep, EPOLL_CTL_MOD, c->fd, &ev);
     return 0;
+}
+
+/* Write what is pending, then close when the peer is gone or when the answer was
+ * meant to end with a close (CUT) and all of it is out. */
+static void flush_or_close(conn *c)
+{
+    if (flush_out(c) || (c->closing && !c->outlen)) close_conn(c);
 }
 
 static void respond(conn *c, int status, const char *body)
@@ -150,11 +169,30 @@ static int64_t words(const json_t *v)
     return n;
 }
 
+/* A 200 plain answer; with CUT, the head promises all of the body and half of it comes
+ * before the connection closes. */
+static void answer_plain(conn *c, const char *body)
+{
+    if (!c->cut) { respond(c, 200, body); return; }
+    size_t n = strlen(body);
+    out_fmt(c, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n\r\n", n);
+    out_add(c, body, n / 2);
+    c->closing = 1;
+    n_cut++;
+}
+
 /* Emit the next chunk of a stream (or its end). */
 static void stream_step(conn *c)
 {
     char buf[1024];
     int last = c->sent == c->total - 1;
+    if (c->cut && c->sent >= (c->total + 1) / 2) { /* CUT: stop halfway, no usage, no end */
+        c->streaming = 0;
+        live_streams--;
+        c->closing = 1;
+        n_cut++;
+        return;
+    }
     if (c->sent < c->total) {
         const char *u = c->usage_mode == 1 ? ",\"usage\":null" : "";
         char usage[200] = "";
@@ -201,6 +239,7 @@ static void handle_post(conn *c, const char *path, const char *body, size_t len)
                             JSON_ENCODE_ANY);
     int fail = text && strstr(text, "FAIL500"), slow = text && strstr(text, "SLOW"), crash = text && strstr(text, "CRASH");
     int wait = text && strstr(text, "WAIT"), fast = text && strstr(text, "FAST");
+    c->cut = text && strstr(text, "CUT");
     int nouse = no_usage || (text && strstr(text, "NOUSAGE")), inlast = text && strstr(text, "USAGEINLAST");
     free(text);
     if (crash) { fprintf(stderr, "fake_openai: CRASH requested, exiting\n"); exit(3); }
@@ -234,6 +273,7 @@ static void handle_post(conn *c, const char *path, const char *body, size_t len)
         json_decref(j);
         return;
     }
+    int64_t hold = paced_plain ? (int64_t)total * (slow ? 200 : fast ? 0 : token_ms) + (wait ? 1000 : 0) : 0;
     char content[1024] = "";
     size_t k = 0;
     for (int i = 0; i < total && k < sizeof content - 16; i++) k += (size_t)snprintf(content + k, sizeof content - k, "tok%d ", i);
@@ -247,14 +287,21 @@ static void handle_post(conn *c, const char *path, const char *body, size_t len)
     else
         snprintf(buf, sizeof buf, "{\"id\":\"cmpl-fake\",\"object\":\"text_completion\",\"created\":0,\"model\":\"%s\","
                  "\"choices\":[{\"index\":0,\"text\":\"%s\",\"finish_reason\":\"length\"}]%s}", c->model, content, usage);
-    respond(c, 200, buf);
     json_decref(j);
+    if (hold > 0) { /* --paced-plain: answered when its tokens would all be generated */
+        c->held = strdup(buf);
+        if (!c->held) abort();
+        c->next_at = now_ms() + hold;
+        live_held++;
+        return;
+    }
+    answer_plain(c, buf);
 }
 
 /* Parse and answer every complete request in c->in; -1 when the connection was closed. */
 static int process(conn *c)
 {
-    while (!c->streaming) {
+    while (!c->streaming && !c->held && !c->closing) {
         char *end = c->inlen ? memmem(c->in, c->inlen, "\r\n\r\n", 4) : NULL;
         if (!end) return 0;
         size_t hlen = (size_t)(end - c->in) + 4, clen = 0;
@@ -286,9 +333,12 @@ static int process(conn *c)
             respond(c, 200, buf);
         } else if (!strcmp(method, "GET") && !strcmp(path, "/stats")) {
             snprintf(buf, sizeof buf, "{\"requests\":%ld,\"streams\":%ld,\"completed\":%ld,\"cancelled\":%ld,\"lastIncludeUsage\":%ld,"
-                     "\"dropped\":%ld}", n_requests, n_streams, n_completed, n_cancelled, last_include_usage, n_dropped);
+                     "\"dropped\":%ld,\"liveStreams\":%d,\"held\":%d,\"cancelledPlain\":%ld,\"cut\":%ld,"
+                     "\"posts\":%ld}", n_requests, n_streams, n_completed, n_cancelled, last_include_usage, n_dropped,
+                     live_streams, live_held, n_cancelled_plain, n_cut, n_posts);
             respond(c, 200, buf);
         } else if (!strcmp(method, "POST")) {
+            n_posts++;
             handle_post(c, path, c->in + hlen, clen);
         } else {
             respond(c, 404, "{\"error\":{\"message\":\"no such path\",\"type\":\"invalid_request_error\",\"param\":null,\"code\":null}}");
@@ -317,7 +367,7 @@ static void on_read(conn *c)
         c->inlen += (size_t)r;
     }
     if (process(c)) return;
-    if (flush_out(c)) close_conn(c);
+    flush_or_close(c);
 }
 
 int main(int argc, char **argv)
@@ -335,8 +385,9 @@ int main(int argc, char **argv)
         else if (!strcmp(a, "--no-usage")) no_usage = 1;
         else if (!strcmp(a, "--api-key")) { api_key = v; i++; }
         else if (!strcmp(a, "--drop-reused")) drop_reused = 1;
+        else if (!strcmp(a, "--paced-plain")) paced_plain = 1;
         else { fprintf(stderr, "usage: fake_openai [--port N] [--port-file F] [--model NAME] [--tokens N] [--token-ms MS] "
-                       "[--no-usage] [--ready-after-ms MS] [--api-key KEY] [--drop-reused]\n"); return 2; }
+                       "[--no-usage] [--ready-after-ms MS] [--api-key KEY] [--drop-reused] [--paced-plain]\n"); return 2; }
     }
     signal(SIGPIPE, SIG_IGN);
     struct rlimit rl; /* the benchmark holds 1,000 streams */
@@ -366,8 +417,8 @@ int main(int argc, char **argv)
     struct epoll_event evs[256];
     for (;;) {
         int64_t now = now_ms(), wait = -1;
-        for (int i = 0; live_streams && i <= maxfd; i++)
-            if (conns[i].used && conns[i].streaming) {
+        for (int i = 0; (live_streams || live_held) && i <= maxfd; i++)
+            if (conns[i].used && (conns[i].streaming || conns[i].held)) {
                 int64_t d = conns[i].next_at - now;
                 if (d < 0) d = 0;
                 if (wait < 0 || d < wait) wait = d;
@@ -393,15 +444,23 @@ int main(int argc, char **argv)
             if (evs[i].events & (EPOLLERR | EPOLLHUP)) { close_conn(c); continue; }
             if (evs[i].events & EPOLLIN) { on_read(c); if (!c->used) continue; }
             else if (evs[i].events & EPOLLRDHUP) { close_conn(c); continue; }
-            if (evs[i].events & EPOLLOUT && flush_out(c)) close_conn(c);
+            if (evs[i].events & EPOLLOUT) flush_or_close(c);
         }
         now = now_ms();
-        for (int i = 0; live_streams && i <= maxfd; i++) {
+        for (int i = 0; (live_streams || live_held) && i <= maxfd; i++) {
             conn *c = &conns[i];
-            if (!c->used || !c->streaming || c->next_at > now) continue;
-            stream_step(c);
-            if (flush_out(c)) { close_conn(c); continue; }
-            if (!c->streaming && !process(c) && flush_out(c)) close_conn(c);
+            if (!c->used || !(c->streaming || c->held) || c->next_at > now) continue;
+            if (c->held) { /* a paced plain answer is due */
+                char *b = c->held;
+                c->held = NULL;
+                live_held--;
+                answer_plain(c, b);
+                free(b);
+            } else {
+                stream_step(c);
+            }
+            if (flush_out(c) || (c->closing && !c->outlen)) { close_conn(c); continue; }
+            if (!c->streaming && !c->held && !process(c)) flush_or_close(c);
         }
     }
 }

@@ -121,6 +121,22 @@ spec:
 YAML
 }
 
+# The project's OpenAI-compatible fake, built next to $GPUAAS_BIN: it stands in for vLLM
+# (no GPU or model here). start_fake NAME ARGS...: start one with ARGS and wait for its
+# port, which is then in $TMP/NAME.port; its log is $TMP/NAME.log, its pid is appended to
+# FAKE_PIDS (finish stops it with everything else under $TMP).
+FAKE_OPENAI=$(cd "$(dirname "$GPUAAS_BIN")" && pwd)/fake-openai
+FAKE_PIDS=()
+start_fake() {
+  local name=$1; shift
+  [[ -x "$FAKE_OPENAI" ]] || { echo "no $FAKE_OPENAI (make $(dirname "$GPUAAS_BIN")/fake-openai)"; return 1; }
+  "$FAKE_OPENAI" --port-file "$TMP/$name.port" "$@" >"$TMP/$name.log" 2>&1 &
+  FAKE_PIDS+=($!)
+  for _ in $(seq 1 100); do [[ -s "$TMP/$name.port" ]] && return 0; sleep 0.05; done
+  echo "fake $name did not start: $(tail -3 "$TMP/$name.log")"
+  return 1
+}
+
 finish() {
   stop_daemon
   if ((FAILS > 0)) && [[ -f "$TMP/serve.log" ]]; then
