@@ -2,12 +2,9 @@
 # End-to-end: the official `openai` npm client against the gateway (tests/e2e/gateway.mjs),
 # with build/fake-openai standing in for vLLM. Installs the npm packages on first use.
 source "$(dirname "$0")/lib.sh"
-FAKE=$(dirname "$GPUAAS_BIN")/fake-openai
 command -v node >/dev/null || { fail "node is missing (scripts/install-deps.sh)"; finish; exit 1; }
 "$ROOT/tests/e2e/setup.sh" >"$TMP/npm.log" 2>&1 || { fail "npm install: $(tail -3 "$TMP/npm.log")"; finish; exit 1; }
-"$FAKE" --port-file "$TMP/up.port" --token-ms 5 >"$TMP/fake.log" 2>&1 &
-FAKE_PID=$!
-for _ in $(seq 1 50); do [[ -s "$TMP/up.port" ]] && break; sleep 0.1; done
+start_fake up --token-ms 5 || { fail "fake model server start"; finish; exit 1; }
 UP=$(cat "$TMP/up.port")
 cfg=$(write_config e2e "$ROOT/examples/demo/node.yaml")
 start_daemon "$cfg" || { fail "daemon start"; finish; exit 1; }
@@ -42,5 +39,5 @@ while IFS= read -r line; do
   case "$line" in "ok "*) ok "${line#ok }";; "FAIL "*) fail "${line#FAIL }";; *) echo "  $line";; esac
 done <<<"$out"
 ((rc == 0)) || fail "node exited with $rc"
-kill "$FAKE_PID" 2>/dev/null
+kill "${FAKE_PIDS[@]}" 2>/dev/null
 finish

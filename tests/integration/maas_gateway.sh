@@ -14,28 +14,14 @@
 # never fit says x-should-retry: false, and a client that leaves gives its tokens back.
 source "$(dirname "$0")/lib.sh"
 G=$GPUAAS_BIN
-FAKE=$(dirname "$GPUAAS_BIN")/fake-openai
-[[ -x "$FAKE" ]] || { fail "no $FAKE (make build/asan/fake-openai)"; finish; exit 1; }
-
-"$FAKE" --port-file "$TMP/up.port" --tokens 8 --token-ms 5 >"$TMP/fake.log" 2>&1 &
-FAKE_PID=$!
-for _ in $(seq 1 50); do [[ -s "$TMP/up.port" ]] && break; sleep 0.1; done
-UP=$(cat "$TMP/up.port")
 echo "s3cret-upstream-key" >"$TMP/upstream.key"
-"$FAKE" --port-file "$TMP/locked.port" --api-key s3cret-upstream-key >"$TMP/fake2.log" 2>&1 &
-FAKE2_PID=$!
-for _ in $(seq 1 50); do [[ -s "$TMP/locked.port" ]] && break; sleep 0.1; done
-LOCKED=$(cat "$TMP/locked.port")
-# a server that closes a kept-alive connection instead of answering its next request
-"$FAKE" --port-file "$TMP/drop.port" --drop-reused --token-ms 1 >"$TMP/fake3.log" 2>&1 &
-FAKE3_PID=$!
-for _ in $(seq 1 50); do [[ -s "$TMP/drop.port" ]] && break; sleep 0.1; done
-DROP=$(cat "$TMP/drop.port")
-# a server that, like vLLM without max_tokens, generates far more than anyone reserved
-"$FAKE" --port-file "$TMP/long.port" --tokens 500 --token-ms 1 >"$TMP/fake4.log" 2>&1 &
-FAKE4_PID=$!
-for _ in $(seq 1 50); do [[ -s "$TMP/long.port" ]] && break; sleep 0.1; done
-LONG=$(cat "$TMP/long.port")
+# up: the plain one; locked: wants an API key; drop: closes a kept-alive connection instead
+# of answering its next request; long: writes 500 tokens when not told max_tokens (as vLLM
+# runs to its context length)
+start_fake up --tokens 8 --token-ms 5 && start_fake locked --api-key s3cret-upstream-key &&
+  start_fake drop --drop-reused --token-ms 1 && start_fake long --tokens 500 --token-ms 1 ||
+  { fail "fake model servers start"; finish; exit 1; }
+UP=$(cat "$TMP/up.port") LOCKED=$(cat "$TMP/locked.port") DROP=$(cat "$TMP/drop.port") LONG=$(cat "$TMP/long.port")
 DEAD=$((UP == 65535 ? UP - 1 : UP + 1))   # nothing listens there (checked below)
 curl -s -m 1 "http://127.0.0.1:$DEAD/" >/dev/null 2>&1 && DEAD=9   # discard port: refused
 stats() { curl -s "http://127.0.0.1:$UP/stats" | jq -r "$1"; }
@@ -390,5 +376,5 @@ start_daemon "$cfg" || { fail "restart"; finish; exit 1; }
 for _ in $(seq 1 100); do [[ $(api GET /api/v1/models/fake | sed '$d' | jq -r .state) == Ready ]] && break; sleep 0.1; done
 expect_eq "gold key works after a restart" "$(status_of "$(v1 "$GOLD" chat/completions -d "$(chat fake-model hi)")")" 200
 expect_eq "revoked key still refused after a restart" "$(status_of "$(v1 "$FREE" models)")" 401
-kill "$FAKE_PID" "$FAKE2_PID" "$FAKE3_PID" "$FAKE4_PID" 2>/dev/null
+kill "${FAKE_PIDS[@]}" 2>/dev/null
 finish

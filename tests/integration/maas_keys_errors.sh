@@ -11,11 +11,7 @@
 # few keys reach them; the code paths are those of the defaults (100000, 100, 10000).
 source "$(dirname "$0")/lib.sh"
 G=$GPUAAS_BIN
-FAKE=$(dirname "$GPUAAS_BIN")/fake-openai
-[[ -x "$FAKE" ]] || { fail "no $FAKE (make build/asan/fake-openai)"; finish; exit 1; }
-
-"$FAKE" --port-file "$TMP/up.port" --tokens 4 --token-ms 1 >"$TMP/fake.log" 2>&1 &
-for _ in $(seq 1 50); do [[ -s "$TMP/up.port" ]] && break; sleep 0.1; done
+start_fake up --tokens 4 --token-ms 1 || { fail "fake model server start"; finish; exit 1; }
 UP=$(cat "$TMP/up.port")
 
 export GPUAAS_GATEWAY_KEY_CAPS=6,3,2

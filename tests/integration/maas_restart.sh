@@ -11,7 +11,7 @@
 # build/fake-openai stands in for vLLM (it reports usage like vLLM does).
 source "$(dirname "$0")/lib.sh"
 G=$GPUAAS_BIN
-FAKE=$(cd "$(dirname "$GPUAAS_BIN")" && pwd)/fake-openai
+FAKE=$FAKE_OPENAI
 cfg=$(write_config rs "$ROOT/examples/demo/node.yaml" "$ROOT/examples/demo/queues.yaml")
 start_daemon "$cfg" || { fail "daemon start"; finish; exit 1; }
 # windows of 1000 days: no window rolls over while the test runs

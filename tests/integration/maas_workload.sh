@@ -6,7 +6,7 @@
 # answers 503 "starting", starts on that first request, and stops again when idle.
 source "$(dirname "$0")/lib.sh"
 G=$GPUAAS_BIN
-FAKE=$(cd "$(dirname "$GPUAAS_BIN")" && pwd)/fake-openai
+FAKE=$FAKE_OPENAI
 cfg=$(write_config wl "$ROOT/examples/demo/node.yaml" "$ROOT/examples/demo/queues.yaml")
 start_daemon "$cfg" || { fail "daemon start"; finish; exit 1; }
 cat >"$TMP/m.yaml" <<YAML

@@ -25,11 +25,8 @@ start_daemon "$cfg" || { fail "daemon start"; finish; exit 1; }
 # The gateway's Tier, when this build has the gateway (else the Models page must say it is absent),
 # and a Model served by the gateway's stand-in for vLLM (build/fake-openai) for the playground.
 api POST /api/v1/apply --data-binary @"$PORTAL/fixtures/tier.yaml" >/dev/null 2>&1 || true
-FAKE=$(dirname "$GPUAAS_BIN")/fake-openai
 E2E_MODEL=""
-if [[ -x "$FAKE" ]]; then
-  "$FAKE" --port-file "$TMP/up.port" --tokens 8 --token-ms 5 >"$TMP/fake.log" 2>&1 &
-  for _ in $(seq 1 50); do [[ -s "$TMP/up.port" ]] && break; sleep 0.1; done
+if start_fake up --tokens 8 --token-ms 5; then
   printf 'apiVersion: gpuaas.dev/v1alpha1\nkind: Model\nmetadata: {name: fake}\nspec: {servedNames: [fake-model], tiers: [default], url: "http://127.0.0.1:%s/v1"}\n' \
     "$(cat "$TMP/up.port")" > "$TMP/model.yaml"
   [[ $(status_of "$(api POST /api/v1/apply --data-binary @"$TMP/model.yaml")") == 200 ]] && E2E_MODEL=fake-model
