@@ -131,15 +131,29 @@ void gx_maas_user_deleted(gx_maas *m, const char *user)
 
 /* ---- errors and headers ---------------------------------------------------------------- */
 
-void gx_maas_oai_error(gx_resp *resp, int status, const char *type, const char *code, const char *fmt, ...)
+static void oai_error(gx_resp *resp, int status, const char *type, const char *param, const char *code,
+                      const char *fmt, va_list ap)
 {
     char msg[600];
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    gx_resp_json(resp, status, json_pack("{s:{s:s,s:s,s:s?,s:s?}}", "error", "message", msg, "type", type,
+                                         "param", param, "code", code));
+}
+
+void gx_maas_oai_error(gx_resp *resp, int status, const char *type, const char *code, const char *fmt, ...)
+{
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
+    oai_error(resp, status, type, NULL, code, fmt, ap);
     va_end(ap);
-    gx_resp_json(resp, status, json_pack("{s:{s:s,s:s,s:n,s:s?}}", "error", "message", msg, "type", type,
-                                         "param", "code", code));
+}
+
+void gx_maas_oai_error_param(gx_resp *resp, int status, const char *param, const char *code, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    oai_error(resp, status, "invalid_request_error", param, code, fmt, ap);
+    va_end(ap);
 }
 
 /* A header whose value is an integer, formatted in place (every answer carries four to

@@ -269,8 +269,11 @@ gx_maas_tier *gx_maas_tier_get(gx_maas *m, const char *name);
 /* The tier of that name, created empty (not yet applied) when there is none: the Tier's
  * apply and the rate windows loaded at start (usage.c) meet in the same struct. */
 gx_maas_tier *gx_maas_tier_ensure(gx_maas *m, const char *name);
-/* {"error":{"message","type","param","code"}} (OpenAI's envelope). */
+/* {"error":{"message","type","param","code"}} (OpenAI's envelope), param null. */
 void gx_maas_oai_error(gx_resp *resp, int status, const char *type, const char *code, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+/* The same, naming the request field at fault in "param" (as OpenAI does for its 400s). */
+void gx_maas_oai_error_param(gx_resp *resp, int status, const char *param, const char *code, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));
 /* x-ratelimit-* (and retry-after when refused) from a verdict. */
 void gx_maas_limit_headers(gx_resp *resp, const gx_maas_verdict *v);

@@ -670,17 +670,17 @@ static int ask_of(const gx_maas_body *b, const char *endpoint, int64_t prompt, g
     if (!strcmp(endpoint, "embeddings")) return 0;
     int chat = !strcmp(endpoint, "chat/completions");
     if (b->mt_kind == GX_MAAS_F_INT && b->mt < 1) {
-        gx_maas_oai_error(resp, 400, "invalid_request_error", "integer_below_min_value",
-                          "max_tokens must be at least 1 (got %lld)", (long long)b->mt);
+        gx_maas_oai_error_param(resp, 400, "max_tokens", "integer_below_min_value",
+                                "max_tokens must be at least 1 (got %lld)", (long long)b->mt);
         return -1;
     }
     if (chat && b->mct_kind == GX_MAAS_F_INT && b->mct < 1) {
-        gx_maas_oai_error(resp, 400, "invalid_request_error", "integer_below_min_value",
-                          "max_completion_tokens must be at least 1 (got %lld)", (long long)b->mct);
+        gx_maas_oai_error_param(resp, 400, "max_completion_tokens", "integer_below_min_value",
+                                "max_completion_tokens must be at least 1 (got %lld)", (long long)b->mct);
         return -1;
     }
     if (b->n_kind == GX_MAAS_F_OTHER || (b->n_kind == GX_MAAS_F_INT && (b->n < 1 || b->n > 128))) {
-        gx_maas_oai_error(resp, 400, "invalid_request_error", "invalid_value", "n must be an integer between 1 and 128");
+        gx_maas_oai_error_param(resp, 400, "n", "invalid_value", "n must be an integer between 1 and 128");
         return -1;
     }
     if (chat) a->want = b->has_max ? b->max_tokens : 0;
@@ -710,7 +710,7 @@ void gx_maas_proxy_call(gx_maas *m, gx_req *req, gx_resp *resp, gx_maas_key *key
     const char *name = bi.has_model ? bi.model : NULL;
     gx_maas_model *md = name && !bi.model_long ? gx_maas_models_find(m, name) : NULL;
     if (!name) {
-        gx_maas_oai_error(resp, 400, "invalid_request_error", NULL, "you must provide a model parameter");
+        gx_maas_oai_error_param(resp, 400, "model", NULL, "you must provide a model parameter");
         goto out;
     }
     if (!md || !gx_maas_model_allows(md, tier->name)) {

@@ -318,11 +318,11 @@ out=$(v1 "$METER" completions -d '{"model":"long-model","prompt":"say it"}')
 expect_eq "/v1/completions without max_tokens: OpenAI's default of 16, told to the upstream" \
   "$(status_of "$out") $(body_of "$out" | jq .usage.completion_tokens)" "200 16"
 out=$(v1 "$METER" chat/completions -d "$(chat long-model 'hi' 0)")
-expect_eq "max_tokens 0: 400 naming the field" "$(status_of "$out") $(body_of "$out" | jq -r .error.message)" \
-  "400 max_tokens must be at least 1 (got 0)"
+expect_eq "max_tokens 0: 400 naming the field" "$(status_of "$out") $(body_of "$out" | jq -r '.error.param + ": " + .error.message')" \
+  "400 max_tokens: max_tokens must be at least 1 (got 0)"
 out=$(v1 "$METER" chat/completions -d "$(chat long-model 'hi' 2 ',"n":500')")
-expect_eq "n past 128: 400 (the reservation counts every choice)" "$(status_of "$out") $(body_of "$out" | jq -r .error.message)" \
-  "400 n must be an integer between 1 and 128"
+expect_eq "n past 128: 400 (the reservation counts every choice)" "$(status_of "$out") $(body_of "$out" | jq -r '.error.param + ": " + .error.message')" \
+  "400 n: n must be an integer between 1 and 128"
 
 # the client leaves mid-stream: the upstream request is cancelled
 before=$(stats .cancelled)
