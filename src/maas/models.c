@@ -368,14 +368,19 @@ static json_t *job_of(gx_maas_model *md, gx_maas_replica *r)
     const json_t *w = json_object_get(md->spec, "workload");
     const char *model = json_string_value(json_array_get(md->served, 0));
     const json_t *res = json_object_get(w, "resources");
+    /* {share}: the count of nvidia.com/gpu, else of the first other device under
+     * nvidia.com (a MIG profile); never gpumem or gpucores, whatever the manifest's order
+     * (a fractional slot's limits reach the server in its environment, as for any Job) */
     char share[64] = "";
     const char *k;
-    json_t *v;
+    json_t *v, *dev = json_object_get(res, "nvidia.com/gpu");
     json_object_foreach((json_t *)res, k, v)
-        if (!share[0] && !strncmp(k, "nvidia.com/", 11)) {
-            if (json_is_string(v)) snprintf(share, sizeof share, "%s", json_string_value(v));
-            else if (json_is_number(v)) snprintf(share, sizeof share, "%g", json_number_value(v));
-        }
+        if (!dev && !strncmp(k, "nvidia.com/", 11) && strcmp(k, "nvidia.com/gpumem") && strcmp(k, "nvidia.com/gpucores"))
+            dev = v;
+    v = dev;
+    if (json_is_string(v)) snprintf(share, sizeof share, "%s", json_string_value(v));
+    else if (json_is_integer(v)) snprintf(share, sizeof share, "%lld", (long long)json_integer_value(v));
+    else if (json_is_number(v)) snprintf(share, sizeof share, "%g", json_number_value(v));
     json_t *cmd = json_array();
     size_t i;
     json_array_foreach(json_object_get(w, "command"), i, v)
