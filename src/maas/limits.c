@@ -3,7 +3,8 @@
  * of each other), reservation at admission and settlement afterwards.
  * Must not: do I/O or read a clock: "now" is passed in, so the unit tests drive it.
  * Exactness: an admission checks used + reserved + cost <= limit for every window of
- * the key and of the tier, then takes all of them at once (one thread: no race), so
+ * the key, of its user in the tier (spec.userLimits) and of the tier, then takes all of
+ * them at once (one thread: no race), so
  * however many requests race, the tokens charged in a window never pass its limit as
  * long as the upstream keeps to the grant (the reservation is the worst case; proxy.c
  * writes the grant into the body it forwards).
@@ -129,8 +130,9 @@ int gx_maas_tier_parse(const json_t *doc, gx_maas_tier *t, gx_err *err)
 {
     const json_t *spec = json_object_get(doc, "spec");
     if (spec && !json_is_object(spec)) return gx_errf(err, 422, "spec", "must be a mapping");
-    gx_maas_limits a, b;
+    gx_maas_limits a, b, u;
     if (parse_limits(json_object_get(spec, "limits"), &a, "spec.limits", err)) return -1;
+    if (parse_limits(json_object_get(spec, "userLimits"), &u, "spec.userLimits", err)) return -1;
     if (parse_limits(json_object_get(spec, "sharedLimits"), &b, "spec.sharedLimits", err)) return -1;
     int64_t life = 90LL * 86400000;
     const json_t *ml = json_object_get(spec, "maxKeyLifetime");
@@ -149,6 +151,7 @@ int gx_maas_tier_parse(const json_t *doc, gx_maas_tier *t, gx_err *err)
         return gx_errf(err, 422, us && !json_is_array(us) ? "spec.users" : "spec.namespaces", "must be a list of names");
     if (!t) return 0;
     t->per_key = a;
+    t->per_user = u;
     t->shared = b;
     t->max_key_life_ms = life;
     t->max_tokens = mt;
@@ -212,27 +215,51 @@ int gx_maas_bucket_restore(gx_maas_bucket *b, int tokens, int64_t len_ms, int64_
     return -1;
 }
 
-/* Whose limit a refusal names: the key's or the tier's shared one. Formatted only when
- * a request is refused (an admission runs on every request). */
-static const char *who_of(char *out, size_t n, const char *tier, int shared)
+/* One budget an admission checks: the key's (spec.limits), the user's across their keys
+ * of the tier (spec.userLimits) or the whole tier's (spec.sharedLimits). An admission
+ * walks them in that order; who names the subject of a refusal. */
+enum { WHO_KEY, WHO_USER, WHO_TIER };
+typedef struct subject {
+    const gx_maas_limits *l;
+    gx_maas_bucket *b;
+    int who;
+    const char *tier, *user;
+} subject;
+
+/* The budgets of a request: the user's only when the tier has userLimits and a bucket
+ * was found for them (proxy.c passes NULL otherwise). Returns how many. */
+static int subjects_of(gx_maas_tier *t, gx_maas_bucket *kb, gx_maas_user_bucket *ub, subject *s)
 {
-    snprintf(out, n, shared ? "tier %s (all its keys)" : "this key (tier %s)", tier);
+    int n = 0;
+    s[n++] = (subject){&t->per_key, kb, WHO_KEY, t->name, NULL};
+    if (ub) s[n++] = (subject){&t->per_user, &ub->b, WHO_USER, t->name, ub->user};
+    s[n++] = (subject){&t->shared, &t->bucket, WHO_TIER, t->name, NULL};
+    return n;
+}
+
+/* Whose limit a refusal names. Formatted only when a request is refused (an admission
+ * runs on every request). */
+static const char *who_of(char *out, size_t n, const subject *s)
+{
+    if (s->who == WHO_USER) snprintf(out, n, "user %s (tier %s, all their keys)", s->user, s->tier);
+    else snprintf(out, n, s->who == WHO_TIER ? "tier %s (all its keys)" : "this key (tier %s)", s->tier);
     return out;
 }
 
 /* The window a refusal names: its headers are that window's, not the tightest one's. */
 typedef struct refusal { int kind; int64_t lim, rem, reset_ms; } refusal;   /* kind: 0 none, 1 requests, 2 tokens */
 
-static void refuse_req(const gx_maas_limits *l, const gx_maas_bucket *b, int i, int64_t now, gx_maas_verdict *v,
-                       refusal *r, const char *tier, int shared)
+static void refuse_req(const subject *s, int i, int64_t now, gx_maas_verdict *v, refusal *r)
 {
-    char who[96];
+    const gx_maas_limits *l = s->l;
+    const gx_maas_bucket *b = s->b;
+    char who[160];
     v->result = GX_MAAS_LIM_REQUESTS;
     v->never = l->req[i].limit < 1;
     v->retry_ms = b->req_start[i] + l->req[i].len_ms - now;
     *r = (refusal){1, l->req[i].limit, l->req[i].limit - b->req_used[i], v->retry_ms};
     snprintf(v->msg, sizeof v->msg, "Rate limit reached for %s on requests per %llds: Limit %lld, Used %lld. %s",
-             who_of(who, sizeof who, tier, shared), (long long)(l->req[i].len_ms / 1000), (long long)l->req[i].limit,
+             who_of(who, sizeof who, s), (long long)(l->req[i].len_ms / 1000), (long long)l->req[i].limit,
              (long long)b->req_used[i], v->never ? "No request is allowed." : "");
     if (!v->never) {
         size_t k = strlen(v->msg);
@@ -251,10 +278,12 @@ static void too_big_hint(const gx_maas_ask *a, int64_t limit, char *out, size_t 
         snprintf(out, n, "lower max_tokens to at most %lld", (long long)((limit - a->prompt) / a->choices));
 }
 
-static void refuse_tok(const gx_maas_limits *l, const gx_maas_bucket *b, int i, const gx_maas_ask *a, int64_t cost,
-                       int never, int64_t now, gx_maas_verdict *v, refusal *r, const char *tier, int shared)
+static void refuse_tok(const subject *s, int i, const gx_maas_ask *a, int64_t cost, int never, int64_t now,
+                       gx_maas_verdict *v, refusal *r)
 {
-    char who[96], hint[96] = "";
+    const gx_maas_limits *l = s->l;
+    const gx_maas_bucket *b = s->b;
+    char who[160], hint[96] = "";
     int64_t used = b->tok_used[i] + b->tok_reserved;
     v->result = never ? GX_MAAS_LIM_TOO_BIG : GX_MAAS_LIM_TOKENS;
     v->never = never;
@@ -263,51 +292,52 @@ static void refuse_tok(const gx_maas_limits *l, const gx_maas_bucket *b, int i, 
     if (!never && b->tok_reserved && v->retry_ms > 1000) v->retry_ms = 1000; /* in-flight requests may give tokens back */
     if (never) too_big_hint(a, l->tok[i].limit, hint, sizeof hint);
     snprintf(v->msg, sizeof v->msg, "Rate limit reached for %s on tokens per %llds: Limit %lld, Used %lld, "
-             "Requested %lld.%s%s%s", who_of(who, sizeof who, tier, shared), (long long)(l->tok[i].len_ms / 1000),
+             "Requested %lld.%s%s%s", who_of(who, sizeof who, s), (long long)(l->tok[i].len_ms / 1000),
              (long long)l->tok[i].limit, (long long)used, (long long)cost,
              never ? " The request alone is larger than the limit: " : " Please try again later.", hint, never ? "." : "");
 }
 
 /* Refused for good: a request window that allows none, or a token window whose whole
  * limit is less than the least this request can cost (least: what a request that names
- * no limit costs with one token per completion). Checked on every window of both
- * buckets before anything else, so that a client is never told to retry what cannot
+ * no limit costs with one token per completion). Checked on every window of every
+ * budget before anything else, so that a client is never told to retry what cannot
  * succeed because a shorter window happened to refuse first. */
-static int never_fits(const gx_maas_limits *l, const gx_maas_bucket *b, const gx_maas_ask *a, int64_t least,
-                      int64_t now, gx_maas_verdict *v, refusal *r, const char *tier, int shared)
+static int never_fits(const subject *s, const gx_maas_ask *a, int64_t least, int64_t now, gx_maas_verdict *v,
+                      refusal *r)
 {
-    for (int i = 0; i < l->nreq; i++)
-        if (l->req[i].limit < 1) { refuse_req(l, b, i, now, v, r, tier, shared); return -1; }
-    for (int i = 0; i < l->ntok; i++)
-        if (least > l->tok[i].limit) { refuse_tok(l, b, i, a, least, 1, now, v, r, tier, shared); return -1; }
+    for (int i = 0; i < s->l->nreq; i++)
+        if (s->l->req[i].limit < 1) { refuse_req(s, i, now, v, r); return -1; }
+    for (int i = 0; i < s->l->ntok; i++)
+        if (least > s->l->tok[i].limit) { refuse_tok(s, i, a, least, 1, now, v, r); return -1; }
     return 0;
 }
 
 /* Would this request fit now? On a refusal, fills the verdict and *r. */
-static int check(const gx_maas_limits *l, const gx_maas_bucket *b, const gx_maas_ask *a, int64_t cost, int64_t now,
-                 gx_maas_verdict *v, refusal *r, const char *tier, int shared)
+static int check(const subject *s, const gx_maas_ask *a, int64_t cost, int64_t now, gx_maas_verdict *v, refusal *r)
 {
-    char who[96];
+    const gx_maas_limits *l = s->l;
+    const gx_maas_bucket *b = s->b;
+    char who[160];
     if (l->max_concurrent && b->inflight >= l->max_concurrent) {
         v->result = GX_MAAS_LIM_CONCURRENCY;
         v->retry_ms = 1000;
         snprintf(v->msg, sizeof v->msg, "Rate limit reached for %s on concurrent requests: limit %d, in flight %d. "
-                 "Please retry when one ends.", who_of(who, sizeof who, tier, shared), l->max_concurrent, b->inflight);
+                 "Please retry when one ends.", who_of(who, sizeof who, s), l->max_concurrent, b->inflight);
         return -1;
     }
     for (int i = 0; i < l->nreq; i++)
-        if (b->req_used[i] + 1 > l->req[i].limit) { refuse_req(l, b, i, now, v, r, tier, shared); return -1; }
+        if (b->req_used[i] + 1 > l->req[i].limit) { refuse_req(s, i, now, v, r); return -1; }
     for (int i = 0; i < l->ntok; i++)
         if (b->tok_used[i] + b->tok_reserved + cost > l->tok[i].limit) {
-            refuse_tok(l, b, i, a, cost, 0, now, v, r, tier, shared);
+            refuse_tok(s, i, a, cost, 0, now, v, r);
             return -1;
         }
     return 0;
 }
 
 /* The tightest window of each kind (least remaining) in one bucket, folded into what v
- * already holds from the other: x-ratelimit-* must show the budget that binds first,
- * the key's or the tier's. */
+ * already holds from the others: x-ratelimit-* must show the budget that binds first,
+ * the key's, the user's or the tier's. */
 static void tightest(const gx_maas_limits *l, const gx_maas_bucket *b, int64_t now, gx_maas_verdict *v)
 {
     for (int i = 0; i < l->nreq; i++) {
@@ -340,10 +370,10 @@ static void room(const gx_maas_limits *l, const gx_maas_bucket *b, int64_t *left
 }
 
 /* The completion tokens granted per completion, and the reservation. A request that
- * names no limit gets what is left (up to the cap) rather than the cap, which would
- * refuse it whenever less than the cap is left, however little it would use; 0 when
- * not even one token per completion is left. */
-static int64_t grant_of(const gx_maas_tier *t, const gx_maas_bucket *kb, const gx_maas_ask *a, int64_t *grant)
+ * names no limit gets what is left in every budget (up to the cap) rather than the cap,
+ * which would refuse it whenever less than the cap is left, however little it would
+ * use; 0 when not even one token per completion is left. */
+static int64_t grant_of(const gx_maas_tier *t, const subject *s, int n, const gx_maas_ask *a, int64_t *grant)
 {
     int64_t cap = t->max_tokens;
     *grant = 0;
@@ -354,39 +384,38 @@ static int64_t grant_of(const gx_maas_tier *t, const gx_maas_bucket *kb, const g
     }
     if (a->dflt > 0 && a->dflt < cap) cap = a->dflt;
     int64_t left = INT64_MAX;
-    room(&t->per_key, kb, &left);
-    room(&t->shared, &t->bucket, &left);
+    for (int k = 0; k < n; k++) room(s[k].l, s[k].b, &left);
     int64_t g = left == INT64_MAX ? cap : left - a->prompt < a->choices ? 0 : (left - a->prompt) / a->choices;
     *grant = g < cap ? g : cap;
     return a->prompt + (*grant ? *grant : 1) * a->choices;   /* refused when 0: say what the least was */
 }
 
-int gx_maas_admit_ask(gx_maas_tier *t, gx_maas_bucket *kb, const gx_maas_ask *a, int64_t now, gx_maas_verdict *v)
+int gx_maas_admit_ask(gx_maas_tier *t, gx_maas_bucket *kb, gx_maas_user_bucket *ub, const gx_maas_ask *a, int64_t now,
+                      gx_maas_verdict *v)
 {
     memset(v, 0, sizeof *v);
-    roll(&t->per_key, kb, now);
-    roll(&t->shared, &t->bucket, now);
-    int64_t grant, cost = grant_of(t, kb, a, &grant);
+    subject s[3];
+    int n = subjects_of(t, kb, ub, s);
+    for (int k = 0; k < n; k++) roll(s[k].l, s[k].b, now);
+    int64_t grant, cost = grant_of(t, s, n, a, &grant);
     int64_t least = a->choices && a->want <= 0 ? a->prompt + a->choices : cost;
     refusal r = {0, 0, 0, 0};
-    int rc = never_fits(&t->per_key, kb, a, least, now, v, &r, t->name, 0);
-    if (!rc) rc = never_fits(&t->shared, &t->bucket, a, least, now, v, &r, t->name, 1);
-    if (!rc) rc = check(&t->per_key, kb, a, cost, now, v, &r, t->name, 0);
-    if (!rc) rc = check(&t->shared, &t->bucket, a, cost, now, v, &r, t->name, 1);
+    int rc = 0;
+    for (int k = 0; k < n && !rc; k++) rc = never_fits(&s[k], a, least, now, v, &r);
+    for (int k = 0; k < n && !rc; k++) rc = check(&s[k], a, cost, now, v, &r);
     if (!rc) {
-        for (int i = 0; i < t->per_key.nreq; i++) kb->req_used[i]++;
-        for (int i = 0; i < t->shared.nreq; i++) t->bucket.req_used[i]++;
-        kb->tok_reserved += cost;
-        t->bucket.tok_reserved += cost;
-        kb->inflight++;
-        t->bucket.inflight++;
-        kb->dirty = t->bucket.dirty = t->dirty = 1;
+        for (int k = 0; k < n; k++) {
+            for (int i = 0; i < s[k].l->nreq; i++) s[k].b->req_used[i]++;
+            s[k].b->tok_reserved += cost;
+            s[k].b->inflight++;
+            s[k].b->dirty = 1;
+        }
+        t->dirty = 1;
         v->grant = grant;
         v->cost = cost;
     }
     v->lim_req = v->lim_tok = -1;
-    tightest(&t->per_key, kb, now, v);
-    tightest(&t->shared, &t->bucket, now, v);
+    for (int k = 0; k < n; k++) tightest(s[k].l, s[k].b, now, v);
     if (r.kind == 1) v->lim_req = r.lim, v->rem_req = r.rem < 0 ? 0 : r.rem, v->reset_req_ms = r.reset_ms;
     if (r.kind == 2) v->lim_tok = r.lim, v->rem_tok = r.rem < 0 ? 0 : r.rem, v->reset_tok_ms = r.reset_ms;
     if (v->retry_ms < 0) v->retry_ms = 0;
@@ -396,7 +425,7 @@ int gx_maas_admit_ask(gx_maas_tier *t, gx_maas_bucket *kb, const gx_maas_ask *a,
 int gx_maas_admit(gx_maas_tier *t, gx_maas_bucket *kb, int64_t cost, int64_t now, gx_maas_verdict *v)
 {
     gx_maas_ask a = {.prompt = cost};
-    return gx_maas_admit_ask(t, kb, &a, now, v);
+    return gx_maas_admit_ask(t, kb, NULL, &a, now, v);
 }
 
 static void settle_one(const gx_maas_limits *l, gx_maas_bucket *b, int64_t reserved, int64_t actual, int refund, int64_t now)
@@ -409,11 +438,49 @@ static void settle_one(const gx_maas_limits *l, gx_maas_bucket *b, int64_t reser
     if (refund)
         for (int i = 0; i < l->nreq; i++)
             if (b->req_used[i] > 0) b->req_used[i]--;
+    b->dirty = 1;
+}
+
+void gx_maas_settle_user(gx_maas_tier *t, gx_maas_bucket *kb, gx_maas_user_bucket *ub, int64_t reserved, int64_t actual,
+                         int refund_request, int64_t now)
+{
+    subject s[3];
+    int n = subjects_of(t, kb, ub, s);
+    for (int k = 0; k < n; k++) settle_one(s[k].l, s[k].b, reserved, actual, refund_request, now);
+    t->dirty = 1;
 }
 
 void gx_maas_settle(gx_maas_tier *t, gx_maas_bucket *kb, int64_t reserved, int64_t actual, int refund_request, int64_t now)
 {
-    settle_one(&t->per_key, kb, reserved, actual, refund_request, now);
-    settle_one(&t->shared, &t->bucket, reserved, actual, refund_request, now);
-    kb->dirty = t->bucket.dirty = t->dirty = 1;
+    gx_maas_settle_user(t, kb, NULL, reserved, actual, refund_request, now);
+}
+
+/* ---- per-user buckets (spec.userLimits) ---------------------------------------------- */
+
+int gx_maas_limits_any(const gx_maas_limits *l) { return l->nreq || l->ntok || l->max_concurrent; }
+
+gx_maas_user_bucket *gx_maas_tier_user_ensure(gx_maas_tier *t, const char *user)
+{
+    gx_maas_user_bucket *ub = gx_strmap_get(&t->user_buckets, user);
+    if (ub) return ub;
+    /* Bounded without a cap of its own: a bucket is made for a user who holds a key of
+     * the tier (users are registered accounts, each with at most 100 active keys), or
+     * read back at start from what such users left; never for a name a client sends. */
+    ub = calloc(1, sizeof *ub);
+    if (!ub) abort();
+    snprintf(ub->user, sizeof ub->user, "%s", user);
+    gx_strmap_put(&t->user_buckets, user, ub);
+    return ub;
+}
+
+gx_maas_user_bucket *gx_maas_tier_user(gx_maas_tier *t, const char *user)
+{
+    return gx_maas_limits_any(&t->per_user) ? gx_maas_tier_user_ensure(t, user) : NULL;
+}
+
+void gx_maas_tier_free_users(gx_maas_tier *t)
+{
+    for (size_t i = 0; i < t->user_buckets.cap; i++)
+        if (t->user_buckets.keys[i] && t->user_buckets.keys[i] != (char *)1) free(t->user_buckets.vals[i]);
+    gx_strmap_free(&t->user_buckets);
 }

@@ -81,6 +81,7 @@ void gx_maas_free(gx_maas *m)
         gx_maas_tier *t = m->tiers.vals[i];
         json_decref(t->users);
         json_decref(t->namespaces);
+        gx_maas_tier_free_users(t);
         free(t);
     }
     gx_strmap_free(&m->tiers);
@@ -435,10 +436,10 @@ static json_t *limits_view(const gx_maas_limits *l)
 
 static json_t *tier_view(const gx_maas_tier *t)
 {
-    return json_pack("{s:s,s:o,s:o,s:I,s:I,s:i}", "name", t->name, "limits", limits_view(&t->per_key),
-                     "sharedLimits", limits_view(&t->shared), "maxKeyLifetimeSeconds",
-                     (json_int_t)(t->max_key_life_ms / 1000), "maxTokensPerRequest", (json_int_t)t->max_tokens,
-                     "inFlight", t->bucket.inflight);
+    return json_pack("{s:s,s:o,s:o,s:o,s:I,s:I,s:i}", "name", t->name, "limits", limits_view(&t->per_key),
+                     "userLimits", limits_view(&t->per_user), "sharedLimits", limits_view(&t->shared),
+                     "maxKeyLifetimeSeconds", (json_int_t)(t->max_key_life_ms / 1000),
+                     "maxTokensPerRequest", (json_int_t)t->max_tokens, "inFlight", t->bucket.inflight);
 }
 
 static void objects_api(gx_maas *m, const gx_user *u, gx_req *req, gx_resp *resp, char **seg, int nseg, int models)

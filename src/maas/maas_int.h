@@ -1,7 +1,8 @@
 /* maas_int: what the gateway's files share (keys.c, limits.c, models.c, proxy.c,
  * sse.c, usage.c, maas.c). Not for use outside src/maas.
- * Lifetimes: tiers, keys, models and replicas are never freed while the daemon runs
- * (a delete marks them gone), so an in-flight request may keep pointers to them. */
+ * Lifetimes: tiers (with their users' buckets), keys, models and replicas are never
+ * freed while the daemon runs (a delete marks them gone), so an in-flight request may
+ * keep pointers to them. */
 #ifndef GX_MAAS_INT_H
 #define GX_MAAS_INT_H
 #include <stddef.h>
@@ -56,7 +57,8 @@ typedef struct gx_maas_ask {
 
 /* The answer of an admission: what to say in x-ratelimit-* and retry-after, and what
  * was granted. Each kind's headers are of its tightest window (least remaining) across
- * the key's and the tier's shared budget; on a refusal, of the window that refused. */
+ * the key's, the user's and the tier's shared budget; on a refusal, of the window that
+ * refused. */
 typedef struct gx_maas_verdict {
     int result;                /* GX_MAAS_OK or GX_MAAS_LIM_* */
     int never;                 /* refused for good: no retry can succeed (x-should-retry: false) */
@@ -68,13 +70,23 @@ typedef struct gx_maas_verdict {
     char msg[320];
 } gx_maas_verdict;
 
+/* The counters of one user across all their keys of a tier (spec.userLimits); user
+ * names the subject in a refusal. */
+typedef struct gx_maas_user_bucket {
+    gx_maas_bucket b;
+    char user[64];
+} gx_maas_user_bucket;
+
 typedef struct gx_maas_tier {
     char name[64];
     int present;
     gx_maas_limits per_key;    /* spec.limits: every key of the tier has this budget */
+    gx_maas_limits per_user;   /* spec.userLimits: each user, all their keys of the tier together */
     gx_maas_limits shared;     /* spec.sharedLimits: all keys of the tier together */
     gx_maas_bucket bucket;     /* counters of the shared limits */
-    int dirty;                 /* this bucket or one of its keys' changed since the last save */
+    gx_strmap user_buckets;    /* user -> gx_maas_user_bucket *, made on first use, freed with the
+                                * tier (never while the daemon runs: calls keep pointers) */
+    int dirty;                 /* this bucket, a user's or one of its keys' changed since the last save */
     int64_t max_key_life_ms;
     int64_t max_tokens;        /* maxTokensPerRequest: the most one completion is granted */
     json_t *users, *namespaces;  /* who may create keys of this tier (NULL: everyone) */
@@ -85,17 +97,33 @@ int gx_maas_tier_parse(const json_t *doc, gx_maas_tier *t, gx_err *err);
 /* "30s", "5m", "2h", "7d" -> ms; -1 when not a duration. */
 int64_t gx_maas_duration(const char *s);
 /* Admit a request costing cost tokens against the key's and the tier's budgets, all or
- * nothing. On success the request, the reservation and the concurrency slot are taken. */
+ * nothing (no user budget). On success the request, the reservation and the concurrency
+ * slot are taken. */
 int gx_maas_admit(gx_maas_tier *t, gx_maas_bucket *kb, int64_t cost, int64_t now, gx_maas_verdict *v);
-/* Admit a request by what it asks: one that names a completion limit reserves the prompt
+/* Admit a request by what it asks, against the key's, the user's (ub; NULL: none) and the
+ * tier's budgets, all or nothing: one that names a completion limit reserves the prompt
  * and min(limit, cap) per completion, or is refused; one that names none is granted
  * min(cap, what every token window has left after the prompt, per completion), and is
  * refused only when that is 0. v->grant and v->cost say what was taken. */
-int gx_maas_admit_ask(gx_maas_tier *t, gx_maas_bucket *kb, const gx_maas_ask *a, int64_t now, gx_maas_verdict *v);
-/* Give back the reservation and charge the actual tokens; refund_request undoes the
- * request count (the upstream never answered). */
+int gx_maas_admit_ask(gx_maas_tier *t, gx_maas_bucket *kb, gx_maas_user_bucket *ub, const gx_maas_ask *a,
+                      int64_t now, gx_maas_verdict *v);
+/* Give back the reservation and charge the actual tokens, to the same buckets the
+ * admission took (ub as given to gx_maas_admit_ask); refund_request undoes the request
+ * count (the upstream never answered). */
+void gx_maas_settle_user(gx_maas_tier *t, gx_maas_bucket *kb, gx_maas_user_bucket *ub, int64_t reserved,
+                         int64_t actual, int refund_request, int64_t now);
+/* The same without a user bucket (of gx_maas_admit). */
 void gx_maas_settle(gx_maas_tier *t, gx_maas_bucket *kb, int64_t reserved, int64_t actual,
                     int refund_request, int64_t now);
+/* Does l hold any window or a concurrency limit? */
+int gx_maas_limits_any(const gx_maas_limits *l);
+/* The user's bucket in the tier, made on first use; NULL when the tier has no userLimits
+ * (the admission then skips it). */
+gx_maas_user_bucket *gx_maas_tier_user(gx_maas_tier *t, const char *user);
+/* The same, made whatever the limits (windows read back at start, before the Tier). */
+gx_maas_user_bucket *gx_maas_tier_user_ensure(gx_maas_tier *t, const char *user);
+/* Free the tier's user buckets (at the daemon's end). */
+void gx_maas_tier_free_users(gx_maas_tier *t);
 /* "1s", "20ms", "6m0s" (OpenAI's reset format). */
 void gx_maas_fmt_reset(int64_t ms, char *out, size_t n);
 /* Put back a window saved before a restart (tokens: 0 requests, 1 tokens); the next

@@ -33,6 +33,8 @@ typedef struct call {
     gx_req *req;                  /* NULL once the HTTP side let go */
     gx_maas_key *key;
     gx_maas_tier *tier;
+    gx_maas_user_bucket *ubucket; /* the key's user in the tier (userLimits; NULL: none): the
+                                   * admission's, settled with it even if the Tier changes */
     gx_maas_model *model;
     gx_maas_replica *rep;
     char endpoint[24];
@@ -264,7 +266,8 @@ static void settle(call *c, int status, int refund)
             completion = (content + 3) / 4;
         }
     }
-    gx_maas_settle(c->tier, &c->key->bucket, c->reserved, prompt + completion, refund, gx_maas_now(c->m));
+    gx_maas_settle_user(c->tier, &c->key->bucket, c->ubucket, c->reserved, prompt + completion, refund,
+                        gx_maas_now(c->m));
     record(c, status, prompt, completion, est);
 }
 
@@ -750,7 +753,8 @@ void gx_maas_proxy_call(gx_maas *m, gx_req *req, gx_resp *resp, gx_maas_key *key
     gx_strcpy_cut(c->endpoint, sizeof c->endpoint, endpoint);
     c->stream = bi.stream && strcmp(endpoint, "embeddings");
     c->prompt_est = ask.prompt;
-    if (gx_maas_admit_ask(tier, &key->bucket, &ask, now, &c->v)) {
+    c->ubucket = gx_maas_tier_user(tier, key->user);
+    if (gx_maas_admit_ask(tier, &key->bucket, c->ubucket, &ask, now, &c->v)) {
         gx_maas_oai_error(resp, 429, c->v.result == GX_MAAS_LIM_TOKENS || c->v.result == GX_MAAS_LIM_TOO_BIG
                           ? "tokens" : "requests", "rate_limit_exceeded", "%s", c->v.msg);
         gx_maas_limit_headers(resp, &c->v);
@@ -766,7 +770,7 @@ void gx_maas_proxy_call(gx_maas *m, gx_req *req, gx_resp *resp, gx_maas_key *key
     m->proxy->calls = c;
     m->proxy->ncalls++;
     if (upstream_body(c, req, &bi, &b) || start(c)) {
-        gx_maas_settle(tier, &key->bucket, c->reserved, 0, 1, now);
+        gx_maas_settle_user(tier, &key->bucket, c->ubucket, c->reserved, 0, 1, now);
         gx_maas_oai_error(resp, 500, "api_error", NULL, "cannot forward the request");
         free_call(c);
         goto out;

@@ -5,8 +5,9 @@
  * and OpenTelemetry GenAI's token usage, time to first token and duration histograms,
  * labelled by model and tier.
  * Also owns saving the rate-limit windows (src/store/ratelimit.c): the changed buckets
- * of keys and tiers are handed to the store's writer thread from the tick at most once
- * a second and at shutdown, and read back at start, so a restart does not reset budgets.
+ * of keys, of users in a tier and of tiers are handed to the store's writer thread from
+ * the tick at most once a second and at shutdown, and read back at start, so a restart
+ * does not reset budgets.
  * Must not: touch SQLite on the request path: a request appends to memory; every 20 ms
  * the loop's tick copies the records into the store's queue, and the store's background
  * thread writes them (src/store/background.c). */
@@ -219,14 +220,27 @@ static int key_dirty(gx_maas *m, const gx_maas_key *key)
     return key->bucket.dirty && (!t || t->dirty);
 }
 
-/* How many buckets wait to be saved; the scan of keys only when a tier is dirty. */
+#define USERS_FOREACH(t, ub) \
+    for (size_t j_ = 0; j_ < (t)->user_buckets.cap; j_++) \
+        if ((t)->user_buckets.keys[j_] && (t)->user_buckets.keys[j_] != (char *)1 && ((ub) = (t)->user_buckets.vals[j_]))
+
+/* The changed user buckets of a tier (admit and settle set the tier's dirty flag too). */
+static size_t users_dirty(gx_maas_tier *t)
+{
+    size_t n = 0;
+    gx_maas_user_bucket *ub;
+    if (t->dirty) USERS_FOREACH(t, ub) n += ub->b.dirty;
+    return n;
+}
+
+/* How many buckets wait to be saved; the scan of keys and users only when a tier is dirty. */
 static size_t unsaved(gx_maas *m)
 {
     if (!m) return 0;
     size_t n = 0;
     int any = 0;
     gx_maas_tier *t;
-    TIERS_FOREACH(m, t) { any |= t->dirty; n += t->bucket.dirty; }
+    TIERS_FOREACH(m, t) { any |= t->dirty; n += t->bucket.dirty + users_dirty(t); }
     if (!any) return 0;
     for (size_t i = 0; i < gx_maas_keys_count(m->keys); i++) n += key_dirty(m, gx_maas_keys_at(m->keys, i));
     return n;
@@ -265,8 +279,23 @@ void gx_maas_windows_flush(gx_maas *m, int64_t now, int force)
     if (!any) return;
     u->win_last_flush = now;
     rows w = {0};
-    TIERS_FOREACH(m, t)
-        if (t->dirty && t->bucket.dirty) add_bucket(&w, "tier", t->name, &t->bucket, now);
+    /* a user's bucket is saved as "<tier>/<user>": neither name can hold a '/' (both are
+     * DNS labels); the names live until the store has copied the rows */
+    size_t nu = 0, k = 0;
+    TIERS_FOREACH(m, t) nu += users_dirty(t);
+    typedef char user_name[sizeof t->name + sizeof ((gx_maas_user_bucket *)0)->user];
+    user_name *names = nu ? calloc(nu, sizeof *names) : NULL;
+    if (nu && !names) abort();
+    TIERS_FOREACH(m, t) {
+        if (!t->dirty) continue;
+        if (t->bucket.dirty) add_bucket(&w, "tier", t->name, &t->bucket, now);
+        gx_maas_user_bucket *ub;
+        USERS_FOREACH(t, ub) {
+            if (!ub->b.dirty || k == nu) continue;
+            snprintf(names[k], sizeof names[k], "%s/%s", t->name, ub->user);
+            add_bucket(&w, "user", names[k++], &ub->b, now);
+        }
+    }
     for (size_t i = 0; i < gx_maas_keys_count(m->keys); i++) {
         gx_maas_key *key = gx_maas_keys_at(m->keys, i);
         if (key_dirty(m, key)) add_bucket(&w, "key", key->id, &key->bucket, now);
@@ -279,9 +308,28 @@ void gx_maas_windows_flush(gx_maas *m, int64_t now, int force)
     } else {
         u->win_saved += w.n;
         for (size_t i = 0; i < gx_maas_keys_count(m->keys); i++) gx_maas_keys_at(m->keys, i)->bucket.dirty = 0;
-        TIERS_FOREACH(m, t) t->dirty = t->bucket.dirty = 0;
+        TIERS_FOREACH(m, t) {
+            gx_maas_user_bucket *ub;
+            USERS_FOREACH(t, ub) ub->b.dirty = 0;
+            t->dirty = t->bucket.dirty = 0;
+        }
     }
     free(w.r);
+    free(names);
+}
+
+/* The bucket a saved "<tier>/<user>" names, made in the tier's placeholder as for
+ * "tier" (the Tier's apply keeps it); NULL when the name is not of that form. */
+static gx_maas_bucket *user_bucket_of(gx_maas *m, const char *name)
+{
+    const char *slash = strchr(name, '/');
+    char tier[sizeof ((gx_maas_tier *)0)->name];
+    if (!slash || slash == name || (size_t)(slash - name) >= sizeof tier || !slash[1] ||
+        strlen(slash + 1) >= sizeof ((gx_maas_user_bucket *)0)->user)
+        return NULL;
+    memcpy(tier, name, (size_t)(slash - name));
+    tier[slash - name] = 0;
+    return &gx_maas_tier_user_ensure(gx_maas_tier_ensure(m, tier), slash + 1)->b;
 }
 
 void gx_maas_windows_load(gx_maas *m, int64_t now)
@@ -308,6 +356,8 @@ void gx_maas_windows_load(gx_maas *m, int64_t now)
             /* Tiers are applied after this; a placeholder (not present) holds the counters
              * and the Tier's apply fills in the rest (gx_maas_apply reuses it). */
             b = &gx_maas_tier_ensure(m, name)->bucket;
+        } else if (!strcmp(scope, "user")) {
+            b = user_bucket_of(m, name);
         }
         if (b && !gx_maas_bucket_restore(b, !strcmp(kind, "tokens"), json_integer_value(json_object_get(r, "windowMs")),
                                          json_integer_value(json_object_get(r, "startMs")),
@@ -367,7 +417,7 @@ char *gx_maas_usage_metrics(gx_maas_usage *u, char *text)
     }
     gx_sbuf_printf(&o, "# HELP gpuaas_gateway_usage_records_pending Usage records not yet written\n# TYPE gpuaas_gateway_usage_records_pending gauge\n"
             "gpuaas_gateway_usage_records_pending %zu\n", u->n);
-    gx_sbuf_printf(&o, "# HELP gpuaas_gateway_rate_limit_buckets_unsaved Keys and tiers whose rate-limit windows "
+    gx_sbuf_printf(&o, "# HELP gpuaas_gateway_rate_limit_buckets_unsaved Keys, users and tiers whose rate-limit windows "
             "changed since the last save (saved each second)\n# TYPE gpuaas_gateway_rate_limit_buckets_unsaved gauge\n"
             "gpuaas_gateway_rate_limit_buckets_unsaved %zu\n", unsaved(u->m));
     gx_sbuf_printf(&o, "# HELP gpuaas_gateway_rate_limit_windows_saved_total Rate-limit windows handed to the store's writer\n"

@@ -12,8 +12,9 @@
 #include "lib/err.h"
 #include "store/store.h"
 
-/* One fixed window of one subject: scope "key" (name: the key's id) or "tier" (the
- * tier's name, for its shared limits); kind "requests" or "tokens". */
+/* One fixed window of one subject: scope "key" (name: the key's id), "tier" (the tier's
+ * name, for its shared limits) or "user" ("<tier>/<user>": the user's budget in that
+ * tier, its userLimits); kind "requests" or "tokens". */
 typedef struct gx_store_rate_window {
     const char *scope, *name, *kind;
     int64_t window_ms, start_ms, used;

@@ -4,7 +4,8 @@
 # Covers keys (format, hashed, revoke on the next request, survive a restart), /v1/models
 # by tier (never limited), plain and streamed answers passed through, usage asked for
 # and hidden, usage from the last chunk, estimates, every error in OpenAI's envelope
-# (401 403 404 413 400 5xx), 429 with x-ratelimit-* and retry-after, retry on another
+# (401 403 404 413 400 5xx), 429 with x-ratelimit-* and retry-after, a Tier's userLimits
+# (one budget for all the keys of a user, another user unaffected), retry on another
 # replica, a pooled connection closed by the server retried unseen, 503 "starting",
 # cancellation of the upstream when the client leaves, back-pressure, usage records and
 # /metrics, and 200 clients racing one tier's token budget. Token grants: the upstream is
@@ -246,9 +247,47 @@ expect_eq "usage of the free key: 6 requests, 1 limited, 3 errors" "$(jq -r '"\(
 expect_eq "...the 403, 404 and 429 are records with their status and no tokens" \
   "$(sqlite3 "$TMP/data/gpuaas.db" "select group_concat(status || ':' || (prompt_tokens + completion_tokens), ' ') from (select status, prompt_tokens, completion_tokens from usage where key_id = '$fid' and status >= 400 order by status)")" "403:0 404:0 429:0"
 
+hval() { tr -d '\r' <"$1" | awk -v h="$2" 'tolower($1) == h ":" {print $2}'; }   # hval FILE NAME
+# ---- spec.userLimits: one budget per user across all their keys of the tier ----------
+cat >"$TMP/peruser.yaml" <<YAML
+apiVersion: gpuaas.dev/v1alpha1
+kind: Tier
+metadata: {name: peruser}
+spec: {limits: {requestsPerMinute: 100}, userLimits: {requestsPerMinute: 2}}
+---
+apiVersion: gpuaas.dev/v1alpha1
+kind: Model
+metadata: {name: peruser-m}
+spec: {servedNames: [peruser-model], tiers: [peruser], url: "http://127.0.0.1:$UP"}
+YAML
+check "apply a Tier with userLimits" "$G" apply -f "$TMP/peruser.yaml"
+t=$(api GET /api/v1/tiers/peruser | sed '$d')
+expect_eq "GET /api/v1/tiers/peruser shows userLimits" \
+  "$(jq -c '[.userLimits.requests, .limits.requests[0].limit]' <<<"$t")" '[[{"limit":2,"windowSeconds":60}],100]'
+for _ in $(seq 1 100); do [[ $(api GET /api/v1/models/peruser-m | sed '$d' | jq -r .state) == Ready ]] && break; sleep 0.1; done
+U1=$(newkey peruser); U2=$(api POST /api/v1/keys -d '{"name":"second","tier":"peruser"}' | sed '$d' | jq -r .key)
+CAROL=$("$G" users create carol --namespaces team-a -o json | jq -r .token)
+CK=$(TOKEN=$CAROL api POST /api/v1/keys -d '{"name":"c","tier":"peruser"}' | sed '$d' | jq -r .key)
+expect_match "two keys of admin and one of carol in tier peruser" "$U1 $U2 $CK" '^gpa_[^ ]+ gpa_[^ ]+ gpa_[^ ]+$'
+# the four requests below must fall in one minute window (windows start on the wall clock's minutes)
+sec=$((10#$(date -u +%S))); ((sec >= 50)) && sleep $((61 - sec))
+codes="$(status_of "$(v1 "$U1" chat/completions -D "$hdr" -d "$(chat peruser-model hi)")")"
+lim=$(hval "$hdr" x-ratelimit-limit-requests)
+codes+=" $(status_of "$(v1 "$U2" chat/completions -d "$(chat peruser-model hi)")")"
+out1=$(v1 "$U1" chat/completions -D "$hdr" -d "$(chat peruser-model hi)")
+out2=$(v1 "$U2" chat/completions -d "$(chat peruser-model hi)")
+codes+=" $(status_of "$out1") $(status_of "$out2")"
+expect_eq "one user's two keys: 200, 200, then 429 on either key" "$codes" "200 200 429 429"
+expect_eq "...x-ratelimit-limit-requests shows the user's 2 (the key allows 100)" "$lim" 2
+expect_eq "...type requests, rate_limit_exceeded" "$(body_of "$out2" | jq -r '.error.type+" "+.error.code')" "requests rate_limit_exceeded"
+expect_match "...the message names the user" "$(body_of "$out1" | jq -r .error.message)" \
+  '^Rate limit reached for user admin \(tier peruser, all their keys\) on requests per 60s: Limit 2, Used 2\.'
+expect_eq "...x-ratelimit-remaining-requests: 0, retry-after" \
+  "$(hval "$hdr" x-ratelimit-remaining-requests) $(( $(hval "$hdr" retry-after) > 0 ))" "0 1"
+expect_eq "another user's key of the tier is still served" "$(status_of "$(v1 "$CK" chat/completions -d "$(chat peruser-model hi)")")" 200
+
 # ---- token grants -------------------------------------------------------------------
 for _ in $(seq 1 100); do [[ $(api GET /api/v1/models/long | sed '$d' | jq -r .state) == Ready ]] && break; sleep 0.1; done
-hval() { tr -d '\r' <"$1" | awk -v h="$2" 'tolower($1) == h ":" {print $2}'; }   # hval FILE NAME
 nomax() { printf '{"model":"long-model","messages":[{"role":"user","content":"%s"}]%s}' "$1" "${2:-}"; }
 # the audit's overshoot: 100 tokens a day, at most 5 per request, 30 clients at once, a
 # third streaming with max_tokens 20 and the rest naming none (this upstream then writes 500)

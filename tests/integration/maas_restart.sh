@@ -2,8 +2,9 @@
 # The gateway across restarts of the daemon (docs/gateway.md "Restarts"), after a polite
 # stop and after kill -9:
 # - rate-limit windows are saved (each second, and at a clean stop) and read back, so a
-#   key's budget (spec.limits) and a tier's shared budget (spec.sharedLimits) carry on
-#   where they were: x-ratelimit-remaining-tokens continues, it does not start afresh;
+#   key's budget (spec.limits), a user's (spec.userLimits) and a tier's shared budget
+#   (spec.sharedLimits) carry on where they were: x-ratelimit-remaining-tokens continues,
+#   it does not start afresh, and a user who spent their requests stays refused;
 # - a workload-backed model server is adopted, not replaced: the same process (pid)
 #   keeps serving, no second replica or Job appears, and a request sent right after
 #   the restart is answered by it; a scaled-to-zero model's running server too, which
@@ -27,11 +28,16 @@ metadata: {name: pooled}
 spec: {sharedLimits: {tokens: [{limit: 200000, window: 1000d}]}}
 ---
 apiVersion: gpuaas.dev/v1alpha1
+kind: Tier
+metadata: {name: peruser}
+spec: {userLimits: {requests: [{limit: 2, window: 1000d}]}}
+---
+apiVersion: gpuaas.dev/v1alpha1
 kind: Model
 metadata: {name: served}
 spec:
   servedNames: [served-model]
-  tiers: [perkey, pooled]
+  tiers: [perkey, pooled, peruser]
   workload:
     namespace: team-a
     queue: main
@@ -145,6 +151,22 @@ check "apply the model again" "$G" apply -f "$TMP/m.yaml"
 check "the model becomes Ready" wait_ready
 expect_eq "...on a server the gateway started, not the impostor" \
   "$(server '.podSets[0].requests["nvidia.com/gpu"]') $(grep -c 'adopted its server team-a/maas-served-0' "$TMP/serve.log")" "1 $adoptions"
+# a user's window (spec.userLimits, across their keys) carries over too: two requests of
+# the two allowed, then a kill -9; the next request, on either key, is refused at once
+U1=$(api POST /api/v1/keys -d '{"name":"u1","tier":"peruser"}' | sed '$d' | jq -r .key)
+U2=$(api POST /api/v1/keys -d '{"name":"u2","tier":"peruser"}' | sed '$d' | jq -r .key)
+read -r su1 _ <<<"$(spend "$U1")"; read -r su2 _ <<<"$(spend "$U2")"
+expect_eq "a user's two keys of a tier with userLimits: 2 requests of 2 served" "$su1 $su2" "200 200"
+check "the user's window is saved within a flush interval" wait_saved
+crash_daemon
+start_daemon "$cfg" || { fail "daemon restart after kill -9"; finish; exit 1; }
+check "the model is Ready after the restart" wait_ready
+out=$(curl -s -w '\n%{http_code}' -H "Authorization: Bearer $U2" -d "$BODY" "$GPUAAS_SERVER/v1/chat/completions")
+expect_eq "right after the restart the user's window still counts: 429 requests" \
+  "$(status_of "$out") $(body_of "$out" | jq -r .error.type)" "429 requests"
+expect_match "...naming the user's limit" "$(body_of "$out" | jq -r .error.message)" 'user admin \(tier peruser, all their keys\).*Used 2'
+expect_eq "...and on the other key too" "$(spend "$U1" | cut -d' ' -f1)" 429
+
 # stop the model server (a stopped daemon leaves workloads running)
 check "delete the model at the end" api DELETE /api/v1/models/served
 check "...its server is stopped" gone

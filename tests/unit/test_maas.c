@@ -1,6 +1,6 @@
 /* Unit tests of the gateway's pure parts (src/maas): tier parsing, admission by
- * reservation on a virtual clock (independent request and token windows, key and tier
- * budgets, concurrency, settlement, window roll-over), OpenAI's reset format, the SSE
+ * reservation on a virtual clock (independent request and token windows, key, user and
+ * tier budgets, concurrency, settlement, window roll-over), OpenAI's reset format, the SSE
  * splitter and usage extraction (events cut anywhere, usage-only chunk hidden, usage
  * riding on the last content chunk), usage of plain answers, estimates, Model checks. */
 #include <criterion/criterion.h>
@@ -166,18 +166,18 @@ Test(maas_grant, no_limit_named_gets_what_is_left_up_to_the_cap)
     gx_maas_verdict v;
     gx_maas_ask a = ask(10, 0, 1);
     int64_t now = 600000;
-    cr_assert_eq(gx_maas_admit_ask(&t, &k, &a, now, &v), 0);
+    cr_assert_eq(gx_maas_admit_ask(&t, &k, NULL, &a, now, &v), 0);
     cr_assert_eq(v.grant, 400, "the cap, while more is left");
     cr_assert_eq(v.cost, 410);
     cr_assert_eq(v.rem_tok, 590);
-    cr_assert_eq(gx_maas_admit_ask(&t, &k, &a, now, &v), 0);
+    cr_assert_eq(gx_maas_admit_ask(&t, &k, NULL, &a, now, &v), 0);
     cr_assert_eq(v.rem_tok, 180);
-    cr_assert_eq(gx_maas_admit_ask(&t, &k, &a, now, &v), 0);
+    cr_assert_eq(gx_maas_admit_ask(&t, &k, NULL, &a, now, &v), 0);
     cr_assert_eq(v.grant, 170, "what is left after the prompt, not a refusal for want of 400");
     cr_assert_eq(v.cost, 180);
     cr_assert_eq(v.rem_tok, 0);
     cr_assert_eq(k.tok_reserved, 1000);
-    cr_assert_eq(gx_maas_admit_ask(&t, &k, &a, now, &v), -1, "nothing left: refused");
+    cr_assert_eq(gx_maas_admit_ask(&t, &k, NULL, &a, now, &v), -1, "nothing left: refused");
     cr_assert_eq(v.result, GX_MAAS_LIM_TOKENS);
     cr_assert(!v.never, "in-flight requests give tokens back: worth a retry");
     cr_assert_eq(v.retry_ms, 1000);
@@ -187,21 +187,21 @@ Test(maas_grant, no_limit_named_gets_what_is_left_up_to_the_cap)
     gx_maas_settle(&t, &k, 410, 50, 0, now + 1);
     cr_assert_eq(k.tok_reserved, 590);
     cr_assert_eq(k.tok_used[0], 50);
-    cr_assert_eq(gx_maas_admit_ask(&t, &k, &a, now + 2, &v), 0);
+    cr_assert_eq(gx_maas_admit_ask(&t, &k, NULL, &a, now + 2, &v), 0);
     cr_assert_eq(v.grant, 350);   /* 1000 - 50 used - 590 reserved - 10 prompt */
     /* a request that names a limit keeps the rule: its limit (capped) or a refusal */
     gx_maas_bucket k2;
     memset(&k2, 0, sizeof k2);
     gx_maas_ask named = ask(10, 50, 1), big = ask(10, 5000, 1);
-    cr_assert_eq(gx_maas_admit_ask(&t, &k2, &big, now, &v), 0);
+    cr_assert_eq(gx_maas_admit_ask(&t, &k2, NULL, &big, now, &v), 0);
     cr_assert_eq(v.grant, 400, "capped at maxTokensPerRequest");
     cr_assert_eq(v.cost, 410);
-    cr_assert_eq(gx_maas_admit_ask(&t, &k2, &named, now, &v), 0);
+    cr_assert_eq(gx_maas_admit_ask(&t, &k2, NULL, &named, now, &v), 0);
     cr_assert_eq(v.grant, 50);
-    for (int i = 0; i < 8; i++) cr_assert_eq(gx_maas_admit_ask(&t, &k2, &named, now, &v), 0);   /* 410 + 9 * 60 = 950 */
-    cr_assert_eq(gx_maas_admit_ask(&t, &k2, &named, now, &v), -1, "50 left: 60 does not fit");
+    for (int i = 0; i < 8; i++) cr_assert_eq(gx_maas_admit_ask(&t, &k2, NULL, &named, now, &v), 0);   /* 410 + 9 * 60 = 950 */
+    cr_assert_eq(gx_maas_admit_ask(&t, &k2, NULL, &named, now, &v), -1, "50 left: 60 does not fit");
     cr_assert_eq(v.result, GX_MAAS_LIM_TOKENS);
-    cr_assert_eq(gx_maas_admit_ask(&t, &k2, &a, now, &v), 0, "while one that names none takes the 40 left");
+    cr_assert_eq(gx_maas_admit_ask(&t, &k2, NULL, &a, now, &v), 0, "while one that names none takes the 40 left");
     cr_assert_eq(v.grant, 40);
 }
 
@@ -214,42 +214,42 @@ Test(maas_grant, every_window_of_key_and_tier_bounds_the_grant)
     memset(&k2, 0, sizeof k2);
     gx_maas_verdict v;
     gx_maas_ask a = ask(20, 0, 1);
-    cr_assert_eq(gx_maas_admit_ask(&t, &k1, &a, 0, &v), 0);
+    cr_assert_eq(gx_maas_admit_ask(&t, &k1, NULL, &a, 0, &v), 0);
     cr_assert_eq(v.grant, 480, "the tier's hour (500) binds first");
-    cr_assert_eq(gx_maas_admit_ask(&t, &k2, &a, 1, &v), -1, "another key of the tier: nothing left in the hour");
+    cr_assert_eq(gx_maas_admit_ask(&t, &k2, NULL, &a, 1, &v), -1, "another key of the tier: nothing left in the hour");
     gx_maas_settle(&t, &k1, 500, 100, 0, 2);
-    cr_assert_eq(gx_maas_admit_ask(&t, &k1, &a, 3, &v), 0);
+    cr_assert_eq(gx_maas_admit_ask(&t, &k1, NULL, &a, 3, &v), 0);
     cr_assert_eq(v.grant, 380, "the tier's hour again: 500 - 100");
     gx_maas_settle(&t, &k1, 400, 400, 0, 4);   /* key: day 500 of 600; tier: hour 500 of 500 */
-    cr_assert_eq(gx_maas_admit_ask(&t, &k1, &a, 3600000, &v), 0, "a new hour");
+    cr_assert_eq(gx_maas_admit_ask(&t, &k1, NULL, &a, 3600000, &v), 0, "a new hour");
     cr_assert_eq(v.grant, 80, "now the key's day (600 - 500) binds");
     /* n completions share what is left */
     gx_maas_tier t2 = tier_of("{\"spec\":{\"limits\":{\"tokensPerMinute\":1000},\"maxTokensPerRequest\":300}}");
     gx_maas_bucket k3;
     memset(&k3, 0, sizeof k3);
     gx_maas_ask four = ask(100, 0, 4), two = ask(100, 500, 2);
-    cr_assert_eq(gx_maas_admit_ask(&t2, &k3, &four, 0, &v), 0);
+    cr_assert_eq(gx_maas_admit_ask(&t2, &k3, NULL, &four, 0, &v), 0);
     cr_assert_eq(v.grant, 225);   /* (1000 - 100) / 4 */
     cr_assert_eq(v.cost, 1000);
     memset(&k3, 0, sizeof k3);
     t2.bucket = k3;
-    cr_assert_eq(gx_maas_admit_ask(&t2, &k3, &two, 0, &v), 0);
+    cr_assert_eq(gx_maas_admit_ask(&t2, &k3, NULL, &two, 0, &v), 0);
     cr_assert_eq(v.grant, 300);
     cr_assert_eq(v.cost, 700);
     gx_maas_ask four_long = ask(297, 0, 4), four_short = ask(20, 0, 4);
-    cr_assert_eq(gx_maas_admit_ask(&t2, &k3, &four_long, 0, &v), -1, "300 left: not 1 each after a prompt of 297");
+    cr_assert_eq(gx_maas_admit_ask(&t2, &k3, NULL, &four_long, 0, &v), -1, "300 left: not 1 each after a prompt of 297");
     cr_assert(!v.never);
-    cr_assert_eq(gx_maas_admit_ask(&t2, &k3, &four_short, 0, &v), 0);
+    cr_assert_eq(gx_maas_admit_ask(&t2, &k3, NULL, &four_short, 0, &v), 0);
     cr_assert_eq(v.grant, 70);   /* (300 - 20) / 4 */
     /* /v1/completions' own default caps a request that names none */
     gx_maas_bucket k4;
     memset(&k4, 0, sizeof k4);
     memset(&t2.bucket, 0, sizeof t2.bucket);
     gx_maas_ask dflt = {.prompt = 5, .choices = 1, .dflt = 16};
-    cr_assert_eq(gx_maas_admit_ask(&t2, &k4, &dflt, 60000, &v), 0);
+    cr_assert_eq(gx_maas_admit_ask(&t2, &k4, NULL, &dflt, 60000, &v), 0);
     cr_assert_eq(v.grant, 16);
     gx_maas_ask emb = {.prompt = 30};
-    cr_assert_eq(gx_maas_admit_ask(&t2, &k4, &emb, 60000, &v), 0);
+    cr_assert_eq(gx_maas_admit_ask(&t2, &k4, NULL, &emb, 60000, &v), 0);
     cr_assert_eq(v.grant, 0, "embeddings: no completion");
     cr_assert_eq(v.cost, 30);
 }
@@ -262,38 +262,38 @@ Test(maas_grant, small_tier_admits_and_never_fits_says_so)
     memset(&k, 0, sizeof k);
     gx_maas_verdict v;
     gx_maas_ask a = ask(10, 0, 1);
-    cr_assert_eq(gx_maas_admit_ask(&t, &k, &a, 0, &v), 0);
+    cr_assert_eq(gx_maas_admit_ask(&t, &k, NULL, &a, 0, &v), 0);
     cr_assert_eq(v.grant, 90);
     gx_maas_settle(&t, &k, v.cost, 15, 0, 1);
     gx_maas_ask huge_prompt = ask(99, 0, 2), too_many = ask(10, 200, 1);
-    cr_assert_eq(gx_maas_admit_ask(&t, &k, &huge_prompt, 2, &v), -1);
+    cr_assert_eq(gx_maas_admit_ask(&t, &k, NULL, &huge_prompt, 2, &v), -1);
     cr_assert_eq(v.result, GX_MAAS_LIM_TOO_BIG);
     cr_assert(v.never, "99 + 2 completions can never fit in 100");
     cr_assert(strstr(v.msg, "shorten the prompt (about 99 tokens) or lower n"), "%s", v.msg);
-    cr_assert_eq(gx_maas_admit_ask(&t, &k, &too_many, 2, &v), -1);
+    cr_assert_eq(gx_maas_admit_ask(&t, &k, NULL, &too_many, 2, &v), -1);
     cr_assert(v.never);
     cr_assert(strstr(v.msg, "The request alone is larger than the limit: lower max_tokens to at most 90."), "%s", v.msg);
-    cr_assert_eq(gx_maas_admit_ask(&t, &k, &a, 3, &v), 0, "still admits what fits");
+    cr_assert_eq(gx_maas_admit_ask(&t, &k, NULL, &a, 3, &v), 0, "still admits what fits");
     cr_assert_eq(v.grant, 75);   /* 100 - 15 used - 10 */
     /* never is never, even when a shorter window refuses first */
     gx_maas_tier t2 = tier_of("{\"spec\":{\"limits\":{\"tokensPerMinute\":10},\"sharedLimits\":{\"tokensPerDay\":50}}}");
     gx_maas_bucket k2;
     memset(&k2, 0, sizeof k2);
     gx_maas_ask fixed = ask(8, 0, 1);
-    cr_assert_eq(gx_maas_admit_ask(&t2, &k2, &fixed, 0, &v), 0);   /* the minute is full */
+    cr_assert_eq(gx_maas_admit_ask(&t2, &k2, NULL, &fixed, 0, &v), 0);   /* the minute is full */
     gx_maas_ask sixty = ask(5, 55, 1);
-    cr_assert_eq(gx_maas_admit_ask(&t2, &k2, &sixty, 1, &v), -1);
+    cr_assert_eq(gx_maas_admit_ask(&t2, &k2, NULL, &sixty, 1, &v), -1);
     cr_assert(v.never, "60 > the key's 10 a minute: %s", v.msg);
     cr_assert_eq(v.lim_tok, 10, "the window that refused");
     /* a request window that allows none */
     gx_maas_tier t3 = tier_of("{\"spec\":{\"limits\":{\"requestsPerDay\":0}}}");
     gx_maas_bucket k3;
     memset(&k3, 0, sizeof k3);
-    cr_assert_eq(gx_maas_admit_ask(&t3, &k3, &a, 0, &v), -1);
+    cr_assert_eq(gx_maas_admit_ask(&t3, &k3, NULL, &a, 0, &v), -1);
     cr_assert(v.result == GX_MAAS_LIM_REQUESTS && v.never, "%s", v.msg);
     gx_maas_tier t4 = tier_of("{\"spec\":{\"limits\":{\"requestsPerMinute\":1}}}");
-    cr_assert_eq(gx_maas_admit_ask(&t4, &k3, &a, 0, &v), 0);
-    cr_assert_eq(gx_maas_admit_ask(&t4, &k3, &a, 0, &v), -1);
+    cr_assert_eq(gx_maas_admit_ask(&t4, &k3, NULL, &a, 0, &v), 0);
+    cr_assert_eq(gx_maas_admit_ask(&t4, &k3, NULL, &a, 0, &v), -1);
     cr_assert(!v.never, "the next minute allows one: %s", v.msg);
 }
 
@@ -354,13 +354,13 @@ Test(maas_grant, headers_show_the_tightest_window_of_key_and_tier)
     cr_assert_eq(gx_maas_admit(&t3, &mine, 30, 600000, &v), 0);
     gx_maas_settle(&t3, &mine, 30, 30, 0, 600000);   /* mine: 70 left this minute; the tier: 20 today */
     gx_maas_ask eighty = ask(0, 80, 1);
-    cr_assert_eq(gx_maas_admit_ask(&t3, &mine, &eighty, 600001, &v), -1);
+    cr_assert_eq(gx_maas_admit_ask(&t3, &mine, NULL, &eighty, 600001, &v), -1);
     cr_assert(strstr(v.msg, "for this key (tier t) on tokens per 60s"), "%s", v.msg);
     cr_assert_eq(v.lim_tok, 100, "the key's minute refused");
     cr_assert_eq(v.rem_tok, 70);
     cr_assert_eq(v.reset_tok_ms, 60000 - 1);
     gx_maas_ask none = ask(0, 0, 1);
-    cr_assert_eq(gx_maas_admit_ask(&t3, &mine, &none, 600002, &v), 0);
+    cr_assert_eq(gx_maas_admit_ask(&t3, &mine, NULL, &none, 600002, &v), 0);
     cr_assert_eq(v.grant, 20, "the tier's day binds a request that names no limit");
     cr_assert_eq(v.lim_tok, 1000);
     cr_assert_eq(v.rem_tok, 0);
@@ -386,7 +386,7 @@ Test(maas_grant, racing_admissions_never_overshoot_any_window)
         gx_maas_ask a = ask((int64_t)(gx_rng_next(rs) % 200), gx_rng_next(rs) % 3 ? 0 : (int64_t)(gx_rng_next(rs) % 1000) + 1,
                             (int64_t)(gx_rng_next(rs) % 3) + 1);
         int64_t now = 1000 + i;
-        if (gx_maas_admit_ask(&t, &k[w], &a, now, &v)) { refused++; continue; }
+        if (gx_maas_admit_ask(&t, &k[w], NULL, &a, now, &v)) { refused++; continue; }
         admitted++;
         cr_assert(v.grant >= 1 && v.grant <= 700, "grant %lld", (long long)v.grant);
         if (a.want) cr_assert_eq(v.grant, a.want < 700 ? a.want : 700);
@@ -406,6 +406,146 @@ Test(maas_grant, racing_admissions_never_overshoot_any_window)
     cr_assert_gt(admitted, 10);
     cr_assert_gt(refused, 100);
     cr_assert_gt(took_rest, 0, "no request was granted less than the cap: the test proves little");
+}
+
+/* ---- spec.userLimits: one budget per user across all their keys of the tier ---------- */
+
+Test(maas_user, parsed_and_errors_name_the_field)
+{
+    gx_maas_tier t = tier_of("{\"spec\":{\"userLimits\":{\"requestsPerMinute\":2,\"tokens\":[{\"limit\":50,\"window\":\"1d\"}],"
+                             "\"maxConcurrentRequests\":3}}}");
+    cr_assert_eq(t.per_user.nreq, 1);
+    cr_assert_eq(t.per_user.req[0].limit, 2);
+    cr_assert_eq(t.per_user.tok[0].len_ms, 86400000);
+    cr_assert_eq(t.per_user.max_concurrent, 3);
+    cr_assert_eq(t.per_key.nreq + t.per_key.ntok + t.shared.nreq + t.shared.ntok, 0, "userLimits only");
+    json_t *doc = json_loads("{\"spec\":{\"userLimits\":{\"tokensPerWeek\":5}}}", 0, NULL);
+    gx_err e;
+    gx_err_clear(&e);
+    cr_assert_eq(gx_maas_tier_parse(doc, NULL, &e), -1);
+    cr_assert_str_eq(e.field, "spec.userLimits.tokensPerWeek");
+    json_decref(doc);
+}
+
+Test(maas_user, keys_of_one_user_share_it_and_others_are_not_affected)
+{
+    gx_maas_tier t = tier_of("{\"spec\":{\"limits\":{\"requestsPerMinute\":100,\"tokensPerMinute\":100000},"
+                             "\"userLimits\":{\"requestsPerMinute\":3,\"tokensPerMinute\":100}}}");
+    gx_maas_bucket a1, a2, b1;
+    memset(&a1, 0, sizeof a1);
+    memset(&a2, 0, sizeof a2);
+    memset(&b1, 0, sizeof b1);
+    gx_maas_user_bucket *alice = gx_maas_tier_user(&t, "alice"), *bob = gx_maas_tier_user(&t, "bob");
+    cr_assert(alice && bob && alice != bob);
+    cr_assert_eq(gx_maas_tier_user(&t, "alice"), alice, "one bucket per user");
+    gx_maas_verdict v;
+    gx_maas_ask one = ask(1, 0, 0);
+    /* requests: 3 a minute for alice, whichever key */
+    cr_assert_eq(gx_maas_admit_ask(&t, &a1, alice, &one, 0, &v), 0);
+    cr_assert_eq(gx_maas_admit_ask(&t, &a2, alice, &one, 1, &v), 0);
+    cr_assert_eq(gx_maas_admit_ask(&t, &a1, alice, &one, 2, &v), 0);
+    cr_assert_eq(gx_maas_admit_ask(&t, &a2, alice, &one, 3, &v), -1, "the second key is refused too");
+    cr_assert_eq(v.result, GX_MAAS_LIM_REQUESTS);
+    cr_assert(strstr(v.msg, "for user alice (tier t, all their keys) on requests per 60s: Limit 3, Used 3"), "%s", v.msg);
+    cr_assert_eq(v.lim_req, 3);
+    cr_assert_eq(v.rem_req, 0);
+    cr_assert_eq(gx_maas_admit_ask(&t, &b1, bob, &one, 4, &v), 0, "another user keeps their own budget");
+    cr_assert_eq(v.rem_req, 2);
+    for (int i = 0; i < 3; i++) gx_maas_settle_user(&t, i == 1 ? &a2 : &a1, alice, 1, 1, 0, 5);
+    cr_assert_eq(alice->b.tok_reserved, 0, "settle gives the reservations back to the user");
+    cr_assert_eq(alice->b.tok_used[0], 3);
+    cr_assert_eq(alice->b.inflight, 0);
+    /* tokens: 100 a minute for alice, whichever key */
+    gx_maas_ask sixty = ask(60, 0, 0), fifty = ask(50, 0, 0);
+    cr_assert_eq(gx_maas_admit_ask(&t, &a1, alice, &sixty, 60000, &v), 0);
+    cr_assert_eq(gx_maas_admit_ask(&t, &a2, alice, &fifty, 60001, &v), -1, "60 reserved + 50 > 100");
+    cr_assert_eq(v.result, GX_MAAS_LIM_TOKENS);
+    cr_assert(strstr(v.msg, "for user alice (tier t, all their keys) on tokens per 60s"), "%s", v.msg);
+    cr_assert_eq(gx_maas_admit_ask(&t, &b1, bob, &fifty, 60002, &v), 0, "bob is not affected");
+    gx_maas_settle_user(&t, &a1, alice, 60, 20, 0, 60003);   /* it used 20 of the 60 */
+    cr_assert_eq(alice->b.tok_used[0], 20);
+    cr_assert_eq(gx_maas_admit_ask(&t, &a2, alice, &fifty, 60004, &v), 0, "what was not used came back to the user");
+    cr_assert_eq(a2.tok_reserved, 50);
+    cr_assert_eq(alice->b.tok_reserved, 50);
+    cr_assert(alice->b.dirty && t.dirty, "marked for the periodic save");
+    gx_maas_tier_free_users(&t);
+}
+
+Test(maas_user, grants_and_headers_follow_the_user_budget)
+{
+    gx_maas_tier t = tier_of("{\"spec\":{\"limits\":{\"tokensPerMinute\":1000,\"requestsPerMinute\":100},"
+                             "\"userLimits\":{\"tokensPerMinute\":300,\"requestsPerMinute\":5},"
+                             "\"sharedLimits\":{\"tokensPerDay\":100000}}}");
+    gx_maas_bucket k1, k2;
+    memset(&k1, 0, sizeof k1);
+    memset(&k2, 0, sizeof k2);
+    gx_maas_user_bucket *u = gx_maas_tier_user(&t, "alice");
+    gx_maas_verdict v;
+    gx_maas_ask none = ask(10, 0, 1);
+    cr_assert_eq(gx_maas_admit_ask(&t, &k1, u, &none, 0, &v), 0);
+    cr_assert_eq(v.grant, 290, "a request naming no limit is granted what the user has left");
+    cr_assert_eq(v.lim_tok, 300, "x-ratelimit-*-tokens: the user's minute is tightest");
+    cr_assert_eq(v.rem_tok, 0);
+    cr_assert_eq(v.lim_req, 5, "x-ratelimit-*-requests: the user's minute");
+    cr_assert_eq(v.rem_req, 4);
+    cr_assert_eq(v.reset_req_ms, 60000);
+    gx_maas_settle_user(&t, &k1, u, v.cost, 100, 0, 1);
+    gx_maas_ask fifty = ask(0, 50, 1);
+    cr_assert_eq(gx_maas_admit_ask(&t, &k2, u, &fifty, 2, &v), 0);
+    cr_assert_eq(v.lim_tok, 300);
+    cr_assert_eq(v.rem_tok, 150, "300 - 100 used - 50 reserved (the key has 950)");
+    cr_assert_eq(gx_maas_admit_ask(&t, &k2, u, &none, 3, &v), 0);
+    cr_assert_eq(v.grant, 140, "150 left after the prompt of 10");
+    /* too big for the user's whole window: refused for good, naming the user */
+    gx_maas_ask big = ask(0, 400, 1);
+    cr_assert_eq(gx_maas_admit_ask(&t, &k2, u, &big, 4, &v), -1);
+    cr_assert_eq(v.result, GX_MAAS_LIM_TOO_BIG);
+    cr_assert(v.never);
+    cr_assert(strstr(v.msg, "user alice (tier t, all their keys)"), "%s", v.msg);
+    gx_maas_tier_free_users(&t);
+}
+
+Test(maas_user, max_concurrent_requests_per_user)
+{
+    gx_maas_tier t = tier_of("{\"spec\":{\"limits\":{\"maxConcurrentRequests\":10},\"userLimits\":{\"maxConcurrentRequests\":2}}}");
+    gx_maas_bucket a1, a2, b1;
+    memset(&a1, 0, sizeof a1);
+    memset(&a2, 0, sizeof a2);
+    memset(&b1, 0, sizeof b1);
+    gx_maas_user_bucket *alice = gx_maas_tier_user(&t, "alice"), *bob = gx_maas_tier_user(&t, "bob");
+    gx_maas_verdict v;
+    gx_maas_ask one = ask(1, 0, 0);
+    cr_assert_eq(gx_maas_admit_ask(&t, &a1, alice, &one, 0, &v), 0);
+    cr_assert_eq(gx_maas_admit_ask(&t, &a2, alice, &one, 0, &v), 0);
+    cr_assert_eq(gx_maas_admit_ask(&t, &a1, alice, &one, 0, &v), -1);
+    cr_assert_eq(v.result, GX_MAAS_LIM_CONCURRENCY);
+    cr_assert(strstr(v.msg, "user alice (tier t, all their keys) on concurrent requests: limit 2, in flight 2"), "%s", v.msg);
+    cr_assert_eq(a1.inflight, 1, "a refusal takes nothing");
+    cr_assert_eq(gx_maas_admit_ask(&t, &b1, bob, &one, 0, &v), 0);
+    gx_maas_settle_user(&t, &a2, alice, v.cost, 1, 0, 1);
+    cr_assert_eq(alice->b.inflight, 1);
+    cr_assert_eq(gx_maas_admit_ask(&t, &a1, alice, &one, 2, &v), 0, "one ended: the user may send another");
+    gx_maas_tier_free_users(&t);
+}
+
+Test(maas_user, a_tier_without_user_limits_has_no_user_buckets)
+{
+    gx_maas_tier t = tier_of("{\"spec\":{\"limits\":{\"requestsPerMinute\":2}}}");
+    cr_assert_null(gx_maas_tier_user(&t, "alice"));
+    cr_assert_eq(t.user_buckets.n, 0, "no bucket made for a tier without userLimits");
+    gx_maas_bucket k;
+    memset(&k, 0, sizeof k);
+    gx_maas_verdict v;
+    gx_maas_ask one = ask(1, 0, 0);
+    cr_assert_eq(gx_maas_admit_ask(&t, &k, NULL, &one, 0, &v), 0);
+    gx_maas_settle_user(&t, &k, NULL, v.cost, 1, 0, 1);
+    cr_assert_eq(gx_maas_admit_ask(&t, &k, NULL, &one, 2, &v), 0);
+    cr_assert_eq(gx_maas_admit_ask(&t, &k, NULL, &one, 3, &v), -1);
+    cr_assert(strstr(v.msg, "for this key (tier t)"), "%s", v.msg);
+    /* a bucket read back at start (before the Tier is applied) is made whatever the limits */
+    gx_maas_user_bucket *u = gx_maas_tier_user_ensure(&t, "alice");
+    cr_assert(u && !strcmp(u->user, "alice") && t.user_buckets.n == 1);
+    gx_maas_tier_free_users(&t);
 }
 
 static char *feed_all(gx_maas_sse *s, const char *text, size_t cut)
