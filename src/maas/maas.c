@@ -122,7 +122,7 @@ char *gx_maas_metrics(gx_maas *m, char *text)
     char *t = realloc(text, n + strlen(extra) + 1);
     if (!t) abort();
     memcpy(t + n, extra, strlen(extra) + 1);
-    return t;
+    return gx_maas_models_metrics(m, t, gx_maas_now(m)); /* the model servers' vllm:* families last */
 }
 
 void gx_maas_user_deleted(gx_maas *m, const char *user)

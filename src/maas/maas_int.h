@@ -169,6 +169,12 @@ typedef struct gx_maas_replica {
     int64_t next_probe_ms;
     void *probe;               /* CURL * of the readiness probe in flight */
     void *probe_hdrs;          /* its header list (the upstream's API key), freed when it ends */
+    /* its /metrics, scraped while ready (scrape.c keeps the vllm:* families) */
+    void *scrape;              /* CURL * of the scrape in flight (at most one) */
+    void *scrape_hdrs;
+    struct gx_maas_scrape_in *scrape_in;  /* the answer being received */
+    char *scraped;             /* the kept families (gx_maas_scrape_filter), NULL: none */
+    int64_t scraped_at, next_scrape_ms;
     /* workload-backed */
     char wl_key[256];
     int port;
@@ -194,6 +200,7 @@ typedef struct gx_maas_model {
     int64_t idle_ms, last_request_ms;
     uint64_t requests;
     char auth[600];            /* "Authorization: Bearer ..." for the upstream, from spec.apiKeyFile; "" none */
+    uint64_t scrapes_ok, scrapes_failed;  /* of its replicas' /metrics */
 } gx_maas_model;
 
 int gx_maas_model_validate(const json_t *doc, gx_err *err);
@@ -206,6 +213,11 @@ int gx_maas_model_allows(const gx_maas_model *md, const char *tier);
 /* Probes and workloads; returns ms until it wants to run again. */
 int64_t gx_maas_models_tick(gx_maas *m, int64_t now);
 void gx_maas_models_probe_done(gx_maas *m, void *easy, int ok);
+/* A scrape of a replica's /metrics ended (ok: 2xx, complete, within the size limit). */
+void gx_maas_models_scrape_done(gx_maas *m, void *easy, int ok);
+/* Append gpuaas_gateway_scrapes_total and the ready replicas' vllm:* families (fresher
+ * than 60 s, merged per family) to text (malloc'd; returns it, moved). */
+char *gx_maas_models_metrics(gx_maas *m, char *text, int64_t now);
 json_t *gx_maas_model_view(const gx_maas_model *md);
 void gx_maas_models_free(gx_maas *m);
 
@@ -271,6 +283,14 @@ int64_t gx_maas_proxy_tick(gx_maas_proxy *p);
 void *gx_maas_proxy_probe(gx_maas_proxy *p, const char *url, const char *auth, void **hdrs);
 void gx_maas_proxy_free_headers(void *hdrs);
 void gx_maas_proxy_probe_cancel(gx_maas_proxy *p, void *easy);
+/* The body of a scrape: at most GX_MAAS_SCRAPE_MAX_BODY bytes, cut (and failed) beyond. */
+typedef struct gx_maas_scrape_in {
+    gx_maas_buf body;
+    int cut;
+} gx_maas_scrape_in;
+/* Start a GET of a replica's /metrics into in (kept by the caller until it ends);
+ * done through gx_maas_models_scrape_done, cancelled with gx_maas_proxy_probe_cancel. */
+void *gx_maas_proxy_scrape(gx_maas_proxy *p, const char *url, const char *auth, void **hdrs, gx_maas_scrape_in *in);
 /* A POST /v1/... that passed auth: route, limit, forward. */
 void gx_maas_proxy_call(gx_maas *m, gx_req *req, gx_resp *resp, gx_maas_key *key, gx_maas_tier *tier,
                         const char *endpoint);

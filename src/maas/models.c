@@ -10,8 +10,11 @@
  * record of it (meta "maas-server:<ns/name>": its Job's createdAt, port and a hash of the
  * model's spec) matches the re-adopted Job: a Job of the same name that someone else
  * submitted, or one of an older spec, is replaced, never trusted with traffic.
+ * Each ready replica's /metrics is scraped too (every 15 s, GPUAAS_GATEWAY_SCRAPE_MS in
+ * tests; one scrape in flight per replica), its vllm:* families kept for the daemon's
+ * /metrics while the replica is ready and the scrape fresher than 60 s.
  * Must not: free a replica or a model while the daemon runs (requests in flight point
- * to them); block (probes go through proxy.c's curl multi). */
+ * to them); block (probes and scrapes go through proxy.c's curl multi). */
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <stdio.h>
@@ -20,7 +23,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 #include "api/daemon.h"
+#include "lib/sbuf.h"
 #include "maas/maas_int.h"
+#include "maas/scrape.h"
 
 #define MAX_GRAVE 4096
 
@@ -227,6 +232,129 @@ static void stop_replica(gx_maas *m, gx_maas_replica *r)
     }
 }
 
+/* ---- scrapes of the replicas' /metrics ------------------------------------------------- */
+
+#define SCRAPE_MAX_AGE_MS 60000
+
+/* Every 15 s: vLLM's gauges move slowly, and Prometheus scrapes the daemon at about that
+ * rate. GPUAAS_GATEWAY_SCRAPE_MS shortens it for tests. */
+static int64_t scrape_every_ms(void)
+{
+    static int64_t every;
+    if (!every) {
+        const char *s = getenv("GPUAAS_GATEWAY_SCRAPE_MS");
+        every = s && atoi(s) > 0 ? atoi(s) : 15000;
+    }
+    return every;
+}
+
+static void scrape_in_free(gx_maas_replica *r)
+{
+    if (r->scrape_in) gx_maas_buf_free(&r->scrape_in->body);
+    free(r->scrape_in);
+    r->scrape_in = NULL;
+}
+
+/* A replica leaves (its model changed): its scrape in flight ends now, and what it
+ * reported goes. */
+static void scrape_stop(gx_maas *m, gx_maas_replica *r)
+{
+    if (r->scrape) gx_maas_proxy_probe_cancel(m->proxy, r->scrape);
+    r->scrape = NULL;
+    gx_maas_proxy_free_headers(r->scrape_hdrs);
+    r->scrape_hdrs = NULL;
+    scrape_in_free(r);
+    free(r->scraped);
+    r->scraped = NULL;
+}
+
+static void scrape_start(gx_maas *m, gx_maas_model *md, gx_maas_replica *r, int64_t now)
+{
+    char url[300];
+    snprintf(url, sizeof url, "%s/metrics", r->url);
+    if (!(r->scrape_in = calloc(1, sizeof *r->scrape_in))) abort();
+    r->scrape = gx_maas_proxy_scrape(m->proxy, url, md->auth, &r->scrape_hdrs, r->scrape_in);
+    if (!r->scrape) {
+        scrape_in_free(r);
+        md->scrapes_failed++;
+    }
+    r->next_scrape_ms = now + scrape_every_ms();
+}
+
+/* Scrape the ready replicas that are due; forget what a replica reported once it is
+ * not ready or the report is too old to describe it. */
+static void scrape_tick(gx_maas *m, gx_maas_model *md, gx_maas_replica *r, int64_t now)
+{
+    if (r->ready && md->present && !r->scrape && now >= r->next_scrape_ms) scrape_start(m, md, r, now);
+    if (r->scraped && (!r->ready || !md->present || now - r->scraped_at > SCRAPE_MAX_AGE_MS)) {
+        free(r->scraped);
+        r->scraped = NULL;
+    }
+}
+
+void gx_maas_models_scrape_done(gx_maas *m, void *easy, int ok)
+{
+    for (size_t i = 0; i < m->models.cap; i++) {
+        char *k = m->models.keys[i];
+        if (!k || k == (char *)1) continue;
+        gx_maas_model *md = m->models.vals[i];
+        for (int j = 0; j < md->nrep; j++) {
+            gx_maas_replica *r = md->rep[j];
+            if (r->scrape != easy) continue;
+            r->scrape = NULL;
+            gx_maas_proxy_free_headers(r->scrape_hdrs);
+            r->scrape_hdrs = NULL;
+            gx_maas_scrape_in *in = r->scrape_in;
+            if (ok && !in->cut) {
+                int cut;
+                free(r->scraped);
+                r->scraped = gx_maas_scrape_filter(in->body.p, in->body.len, md->name, j, &cut);
+                r->scraped_at = gx_maas_now(m);
+                md->scrapes_ok++;
+            } else {
+                md->scrapes_failed++;
+            }
+            scrape_in_free(r);
+            return;
+        }
+    }
+}
+
+char *gx_maas_models_metrics(gx_maas *m, char *text, int64_t now)
+{
+    gx_sbuf b = {0};
+    gx_sbuf_printf(&b, "%s# HELP gpuaas_gateway_scrapes_total Scrapes of the model servers' /metrics, by model and result\n"
+                   "# TYPE gpuaas_gateway_scrapes_total counter\n", text);
+    free(text);
+    size_t n = 0, cap = 0;
+    const char **texts = NULL;
+    char esc[300];
+    for (size_t i = 0; i < m->models.cap; i++) {
+        char *k = m->models.keys[i];
+        if (!k || k == (char *)1) continue;
+        gx_maas_model *md = m->models.vals[i];
+        if (!md->present) continue;
+        gx_prom_label(md->name, esc, sizeof esc);
+        gx_sbuf_printf(&b, "gpuaas_gateway_scrapes_total{model=\"%s\",result=\"ok\"} %llu\n"
+                       "gpuaas_gateway_scrapes_total{model=\"%s\",result=\"failed\"} %llu\n",
+                       esc, (unsigned long long)md->scrapes_ok, esc, (unsigned long long)md->scrapes_failed);
+        for (int j = 0; j < md->nrep; j++) {
+            const gx_maas_replica *r = md->rep[j];
+            if (!r->scraped || !r->ready || now - r->scraped_at > SCRAPE_MAX_AGE_MS) continue;
+            if (n == cap) {
+                cap = cap ? cap * 2 : 16;
+                const char **v = realloc(texts, cap * sizeof *v);
+                if (!v) abort();
+                texts = v;
+            }
+            texts[n++] = r->scraped;
+        }
+    }
+    gx_maas_scrape_merge(texts, n, &b);
+    free(texts);
+    return b.p;
+}
+
 void gx_maas_models_apply(gx_maas *m, const json_t *doc)
 {
     const char *name = json_string_value(json_object_get(json_object_get(doc, "metadata"), "name"));
@@ -242,6 +370,7 @@ void gx_maas_models_apply(gx_maas *m, const json_t *doc)
     /* a changed model starts from new replicas; the old ones finish their requests */
     for (int i = 0; i < md->nrep; i++) {
         if (md->rep[i]->wl_state) stop_replica(m, md->rep[i]);
+        scrape_stop(m, md->rep[i]);
         bury(md->rep[i]);
     }
     md->nrep = 0;
@@ -499,6 +628,7 @@ int64_t gx_maas_models_tick(gx_maas *m, int64_t now)
                 r->next_probe_ms = now + (r->ready ? 5000 : 250);
             }
             if (!probe_ok) r->ready = 0;
+            scrape_tick(m, md, r, now);
         }
     }
     for (size_t g = 0; g < ngrave; g++)
@@ -560,6 +690,7 @@ void gx_maas_models_free(gx_maas *m)
         for (int j = 0; j < md->nrep; j++) {
             if (md->rep[j]->probe) gx_maas_proxy_probe_cancel(m->proxy, md->rep[j]->probe);
             gx_maas_proxy_free_headers(md->rep[j]->probe_hdrs);
+            scrape_stop(m, md->rep[j]);
             free(md->rep[j]);
         }
         json_decref(md->spec);

@@ -19,6 +19,7 @@
 #include <sys/epoll.h>
 #include "api/daemon.h"
 #include "maas/maas_int.h"
+#include "maas/scrape.h"
 #include "maas/upstream.h"
 #include "lib/sbuf.h"
 
@@ -170,12 +171,14 @@ uint64_t gx_maas_proxy_pauses(const gx_maas_proxy *p) { return p->pauses; }
 
 static size_t discard(char *ptr, size_t size, size_t n, void *ud) { (void)ptr; (void)ud; return size * n; }
 
-void *gx_maas_proxy_probe(gx_maas_proxy *p, const char *url, const char *auth, void **hdrs)
+/* A pooled easy handle set up for a GET of url (with the model's auth header, whose
+ * list the caller keeps until the transfer ends: curl does not copy it). */
+static CURL *get_easy(gx_maas_proxy *p, const char *url, const char *auth, void **hdrs, long timeout_ms)
 {
     CURL *e = easy_get(p);
     if (!e) return NULL;
     *hdrs = NULL;
-    if (auth && *auth) { /* curl does not copy the list: the replica keeps it until the probe ends */
+    if (auth && *auth) {
         struct curl_slist *h = curl_slist_append(NULL, auth);
         curl_easy_setopt(e, CURLOPT_HTTPHEADER, h);
         *hdrs = h;
@@ -183,13 +186,55 @@ void *gx_maas_proxy_probe(gx_maas_proxy *p, const char *url, const char *auth, v
     curl_easy_setopt(e, CURLOPT_URL, url);
     curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, discard);
     curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, 2000L);
+    curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, timeout_ms);
     curl_easy_setopt(e, CURLOPT_PRIVATE, NULL);
-    if (curl_multi_add_handle(p->multi, e) != CURLM_OK) { curl_easy_cleanup(e); return NULL; }
+    return e;
+}
+
+void *gx_maas_proxy_probe(gx_maas_proxy *p, const char *url, const char *auth, void **hdrs)
+{
+    CURL *e = get_easy(p, url, auth, hdrs, 2000L);
+    if (!e) return NULL;
+    if (curl_multi_add_handle(p->multi, e) != CURLM_OK) {
+        gx_maas_proxy_free_headers(*hdrs);   /* the caller keeps no list when there is no probe */
+        *hdrs = NULL;
+        curl_easy_cleanup(e);
+        return NULL;
+    }
     return e;
 }
 
 void gx_maas_proxy_free_headers(void *hdrs) { curl_slist_free_all(hdrs); }
+
+/* CURLINFO_PRIVATE of a scrape: tells it from a probe (NULL) and a call (its call *). */
+static char scrape_tag;
+
+/* A scrape's body, up to the limit: past it the transfer is aborted (a write error),
+ * so a server that sends endless metrics costs at most that much. */
+static size_t scrape_write(char *ptr, size_t size, size_t n, void *ud)
+{
+    gx_maas_scrape_in *in = ud;
+    size_t len = size * n;
+    if (in->body.len + len > GX_MAAS_SCRAPE_MAX_BODY) { in->cut = 1; return 0; }
+    gx_maas_buf_add(&in->body, ptr, len);
+    return len;
+}
+
+void *gx_maas_proxy_scrape(gx_maas_proxy *p, const char *url, const char *auth, void **hdrs, gx_maas_scrape_in *in)
+{
+    CURL *e = get_easy(p, url, auth, hdrs, 5000L);
+    if (!e) return NULL;
+    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, scrape_write);
+    curl_easy_setopt(e, CURLOPT_WRITEDATA, in);
+    curl_easy_setopt(e, CURLOPT_PRIVATE, &scrape_tag);
+    if (curl_multi_add_handle(p->multi, e) != CURLM_OK) {
+        gx_maas_proxy_free_headers(*hdrs);
+        *hdrs = NULL;
+        easy_put(p, e);
+        return NULL;
+    }
+    return e;
+}
 
 void gx_maas_proxy_probe_cancel(gx_maas_proxy *p, void *easy)
 {
@@ -569,12 +614,14 @@ static void check_done(gx_maas_proxy *p)
         CURLcode rc = msg->data.result;
         char *priv = NULL;
         curl_easy_getinfo(e, CURLINFO_PRIVATE, &priv);
-        if (!priv) {
+        if (!priv || priv == &scrape_tag) {
             long st = 0;
             curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &st);
             curl_multi_remove_handle(p->multi, e);
             easy_put(p, e);
-            gx_maas_models_probe_done(p->m, e, rc == CURLE_OK && st >= 200 && st < 300);
+            int ok = rc == CURLE_OK && st >= 200 && st < 300;
+            if (priv) gx_maas_models_scrape_done(p->m, e, ok);
+            else gx_maas_models_probe_done(p->m, e, ok);
         } else {
             transfer_done((call *)(void *)priv, rc);
         }

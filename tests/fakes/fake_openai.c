@@ -5,7 +5,10 @@
  * Owns: GET /health, GET /v1/models, POST /v1/chat/completions, /v1/completions,
  * /v1/embeddings, GET /stats (what it saw: requests, streams completed and cancelled,
  * whether the last streamed request asked for usage, streams and held answers in
- * progress now, held answers whose client left, answers cut on purpose, POSTs).
+ * progress now, held answers whose client left, answers cut on purpose, POSTs), GET
+ * /metrics (Prometheus text as vLLM's: vllm:num_requests_running, the streams and held
+ * answers in progress; vllm:prompt_tokens_total; a vllm:e2e_request_latency_seconds
+ * histogram; and process_cpu_seconds_total, which is not vLLM's own).
  * Must not: be used for anything but tests (no limits worth the name, no TLS).
  * Behaviour: max_tokens words are generated ("tok0 tok1 ..."; default --tokens), one
  * SSE chunk each, --token-ms apart; prompt_tokens = words of the prompt. Words in the
@@ -19,7 +22,8 @@
  * --paced-plain: a non-streamed completion is answered only after as long as its
  * stream would take (max_tokens x the pace), as a real server answers after generating
  * them all, so that a client leaving meanwhile is seen: /stats counts "cancelledPlain".
- * --api-key KEY: /v1/... answers 401 without "Authorization: Bearer KEY" (vLLM --api-key).
+ * --api-key KEY: /v1/... and /metrics answer 401 without "Authorization: Bearer KEY"
+ * (vLLM --api-key; its /metrics behind an authenticating proxy).
  * --drop-reused: a POST arriving on a connection that already carried a request is not
  * answered: the connection is closed (a server whose keep-alive timeout fired just as
  * the client reused the connection); /stats counts them as "dropped".
@@ -66,7 +70,7 @@ static const char *api_key; /* --api-key: /v1/... needs "Authorization: Bearer K
 static int64_t ready_at;
 static int live_streams, live_held, maxfd, drop_reused, paced_plain;
 static long n_dropped, n_requests, n_streams, n_completed, n_cancelled, last_include_usage = -1;
-static long n_cancelled_plain, n_cut, n_posts;
+static long n_cancelled_plain, n_cut, n_posts, n_prompt_tokens;
 
 static int64_t now_ms(void)
 {
@@ -140,6 +144,35 @@ static void respond(conn *c, int status, const char *body)
             status == 200 ? "OK" : status == 503 ? "Service Unavailable" : status == 404 ? "Not Found" : "Error",
             strlen(body));
     out_add(c, body, strlen(body));
+}
+
+/* GET /metrics: a few families in vLLM's names and form (model_name label, a histogram's
+ * _bucket/_sum/_count), and one that is not vLLM's, which the gateway must not pass on. */
+static void metrics(conn *c)
+{
+    char b[3072];
+    const char *m = model_name;
+    snprintf(b, sizeof b,
+             "# HELP vllm:num_requests_running Number of requests in model execution batches.\n"
+             "# TYPE vllm:num_requests_running gauge\n"
+             "vllm:num_requests_running{model_name=\"%s\"} %d.0\n"
+             "# HELP vllm:prompt_tokens_total Number of prefill tokens processed.\n"
+             "# TYPE vllm:prompt_tokens_total counter\n"
+             "vllm:prompt_tokens_total{model_name=\"%s\"} %ld.0\n"
+             "# HELP vllm:e2e_request_latency_seconds Histogram of end to end request latency in seconds.\n"
+             "# TYPE vllm:e2e_request_latency_seconds histogram\n"
+             "vllm:e2e_request_latency_seconds_bucket{le=\"1.0\",model_name=\"%s\"} %ld.0\n"
+             "vllm:e2e_request_latency_seconds_bucket{le=\"+Inf\",model_name=\"%s\"} %ld.0\n"
+             "vllm:e2e_request_latency_seconds_count{model_name=\"%s\"} %ld.0\n"
+             "vllm:e2e_request_latency_seconds_sum{model_name=\"%s\"} %.3f\n"
+             "# HELP process_cpu_seconds_total Total user and system CPU time spent in seconds.\n"
+             "# TYPE process_cpu_seconds_total counter\n"
+             "process_cpu_seconds_total %.2f\n",
+             m, live_streams + live_held, m, n_prompt_tokens, m, n_posts, m, n_posts, m, n_posts, m, (double)n_posts * 0.01,
+             (double)clock() / CLOCKS_PER_SEC);
+    out_fmt(c, "HTTP/1.1 200 OK\r\nContent-Type: text/plain; version=0.0.4; charset=utf-8\r\nContent-Length: %zu\r\n\r\n",
+            strlen(b));
+    out_add(c, b, strlen(b));
 }
 
 static void chunk(conn *c, const char *data)
@@ -235,6 +268,7 @@ static void handle_post(conn *c, const char *path, const char *body, size_t len)
     snprintf(c->model, sizeof c->model, "%s", m ? m : model_name);
     const json_t *msgs = json_object_get(j, "messages");
     int64_t prompt = words(msgs) + words(json_object_get(j, "prompt")) + words(json_object_get(j, "input"));
+    n_prompt_tokens += prompt;
     char *text = json_dumps(msgs ? msgs : json_object_get(j, "prompt") ? json_object_get(j, "prompt") : json_object_get(j, "input"),
                             JSON_ENCODE_ANY);
     int fail = text && strstr(text, "FAIL500"), slow = text && strstr(text, "SLOW"), crash = text && strstr(text, "CRASH");
@@ -318,7 +352,7 @@ static int process(conn *c)
         n_requests++;
         char buf[512];
         int authorized = 1;
-        if (api_key && !strncmp(path, "/v1/", 4)) {
+        if (api_key && (!strncmp(path, "/v1/", 4) || !strcmp(path, "/metrics"))) {
             char want[300];
             snprintf(want, sizeof want, "\r\nAuthorization: Bearer %s\r\n", api_key);
             authorized = memmem(c->in, hlen, want, strlen(want)) != NULL;
@@ -331,6 +365,8 @@ static int process(conn *c)
         } else if (!strcmp(method, "GET") && !strcmp(path, "/v1/models")) {
             snprintf(buf, sizeof buf, "{\"object\":\"list\",\"data\":[{\"id\":\"%s\",\"object\":\"model\",\"created\":0,\"owned_by\":\"fake\"}]}", model_name);
             respond(c, 200, buf);
+        } else if (!strcmp(method, "GET") && !strcmp(path, "/metrics")) {
+            metrics(c);
         } else if (!strcmp(method, "GET") && !strcmp(path, "/stats")) {
             snprintf(buf, sizeof buf, "{\"requests\":%ld,\"streams\":%ld,\"completed\":%ld,\"cancelled\":%ld,\"lastIncludeUsage\":%ld,"
                      "\"dropped\":%ld,\"liveStreams\":%d,\"held\":%d,\"cancelledPlain\":%ld,\"cut\":%ld,"
