@@ -34,9 +34,8 @@ static const double tok_b[] = {1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 2621
 
 typedef struct hist { uint64_t b[20]; uint64_t count; double sum; } hist;
 
-typedef struct series {
+typedef struct series {     /* the histograms, by model and tier */
     char model[128], tier[64];
-    uint64_t calls, limited, hits, errors;
     hist ttft, dur, tin, tout;
 } series;
 
@@ -150,9 +149,6 @@ static void pend(gx_maas_usage *u, const gx_maas_record *r)
 void gx_maas_usage_add(gx_maas_usage *u, const gx_maas_record *r)
 {
     series *s = series_of(u, r->model, r->tier);
-    s->calls++;
-    if (r->status >= 400) s->errors++;
-    s->hits += (uint64_t)(r->prompt + r->completion);
     if (r->ttft_s >= 0) observe(&s->ttft, ttft_b, NT, r->ttft_s);
     observe(&s->dur, dur_b, ND, r->latency_s);
     if (r->prompt + r->completion > 0) {
@@ -167,10 +163,7 @@ void gx_maas_usage_add(gx_maas_usage *u, const gx_maas_record *r)
 
 void gx_maas_usage_refused(gx_maas_usage *u, const gx_maas_record *r)
 {
-    if (r->status == 429) {
-        series_of(u, r->model, r->tier)->limited++;
-        useries_of(u, r->model, r->tier, r->user)->limited++;
-    }
+    if (r->status == 429) useries_of(u, r->model, r->tier, r->user)->limited++;
     pend(u, r);
 }
 
