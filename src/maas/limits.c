@@ -441,18 +441,13 @@ static void settle_one(const gx_maas_limits *l, gx_maas_bucket *b, int64_t reser
     b->dirty = 1;
 }
 
-void gx_maas_settle_user(gx_maas_tier *t, gx_maas_bucket *kb, gx_maas_user_bucket *ub, int64_t reserved, int64_t actual,
-                         int refund_request, int64_t now)
+void gx_maas_settle(gx_maas_tier *t, gx_maas_bucket *kb, gx_maas_user_bucket *ub, int64_t reserved, int64_t actual,
+                    int refund_request, int64_t now)
 {
     subject s[3];
     int n = subjects_of(t, kb, ub, s);
     for (int k = 0; k < n; k++) settle_one(s[k].l, s[k].b, reserved, actual, refund_request, now);
     t->dirty = 1;
-}
-
-void gx_maas_settle(gx_maas_tier *t, gx_maas_bucket *kb, int64_t reserved, int64_t actual, int refund_request, int64_t now)
-{
-    gx_maas_settle_user(t, kb, NULL, reserved, actual, refund_request, now);
 }
 
 /* ---- per-user buckets (spec.userLimits) ---------------------------------------------- */

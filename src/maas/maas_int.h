@@ -110,11 +110,8 @@ int gx_maas_admit_ask(gx_maas_tier *t, gx_maas_bucket *kb, gx_maas_user_bucket *
 /* Give back the reservation and charge the actual tokens, to the same buckets the
  * admission took (ub as given to gx_maas_admit_ask); refund_request undoes the request
  * count (the upstream never answered). */
-void gx_maas_settle_user(gx_maas_tier *t, gx_maas_bucket *kb, gx_maas_user_bucket *ub, int64_t reserved,
-                         int64_t actual, int refund_request, int64_t now);
-/* The same without a user bucket (of gx_maas_admit). */
-void gx_maas_settle(gx_maas_tier *t, gx_maas_bucket *kb, int64_t reserved, int64_t actual,
-                    int refund_request, int64_t now);
+void gx_maas_settle(gx_maas_tier *t, gx_maas_bucket *kb, gx_maas_user_bucket *ub, int64_t reserved,
+                    int64_t actual, int refund_request, int64_t now);
 /* Does l hold any window or a concurrency limit? */
 int gx_maas_limits_any(const gx_maas_limits *l);
 /* The user's bucket in the tier, made on first use; NULL when the tier has no userLimits

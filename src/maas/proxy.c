@@ -244,20 +244,27 @@ void gx_maas_proxy_probe_cancel(gx_maas_proxy *p, void *easy)
 
 /* ---- calls ---------------------------------------------------------------------------- */
 
+/* same-size NUL-terminated arrays on both sides: plain copies (no formatting per request) */
+#define COPY(dst, src) do { _Static_assert(sizeof(dst) == sizeof(src), #dst); memcpy(dst, src, sizeof dst); } while (0)
+
+/* The part of a usage record that names who asked: the key's id, user and namespace,
+ * and the tier, for served and refused requests alike. */
+static void record_of(gx_maas_record *r, gx_maas *m, const gx_maas_key *key, const gx_maas_tier *tier)
+{
+    memset(r, 0, sizeof *r);
+    r->ts_ms = gx_maas_now(m);
+    COPY(r->key_id, key->id);
+    COPY(r->user, key->user);
+    COPY(r->ns, key->ns);
+    COPY(r->tier, tier->name);
+}
+
 static void record(call *c, int status, int64_t prompt, int64_t completion, int estimated)
 {
     gx_maas_record r;
-    memset(&r, 0, sizeof r);
-    r.ts_ms = gx_maas_now(c->m);
-    /* same-size NUL-terminated arrays on both sides: plain copies (no formatting per request) */
-#define COPY(dst, src) do { _Static_assert(sizeof(dst) == sizeof(src), #dst); memcpy(dst, src, sizeof dst); } while (0)
-    COPY(r.key_id, c->key->id);
-    COPY(r.user, c->key->user);
-    COPY(r.ns, c->key->ns);
+    record_of(&r, c->m, c->key, c->tier);
     COPY(r.model, c->model->name);
-    COPY(r.tier, c->tier->name);
     COPY(r.endpoint, c->endpoint);
-#undef COPY
     r.prompt = prompt;
     r.completion = completion;
     r.estimated = estimated;
@@ -277,19 +284,15 @@ static void refused(gx_maas *m, const gx_maas_key *key, const gx_maas_tier *tier
                     const char *endpoint, int status, int stream)
 {
     gx_maas_record r;
-    memset(&r, 0, sizeof r);
-    r.ts_ms = gx_maas_now(m);
-    memcpy(r.key_id, key->id, sizeof r.key_id);
-    memcpy(r.user, key->user, sizeof r.user);
-    memcpy(r.ns, key->ns, sizeof r.ns);
-    gx_strcpy_cut(r.model, sizeof r.model, model ? model : "");
-    gx_strcpy_cut(r.tier, sizeof r.tier, tier->name);
+    record_of(&r, m, key, tier);
+    gx_strcpy_cut(r.model, sizeof r.model, model ? model : "");   /* maybe the client's, of any length */
     gx_strcpy_cut(r.endpoint, sizeof r.endpoint, endpoint);
     r.stream = stream;
     r.status = status;
     r.ttft_s = -1;
     gx_maas_usage_refused(m->usage, &r);
 }
+#undef COPY
 
 /* Settle the reservation with what the upstream reported (or an estimate). */
 static void settle(call *c, int status, int refund)
@@ -311,7 +314,7 @@ static void settle(call *c, int status, int refund)
             completion = (content + 3) / 4;
         }
     }
-    gx_maas_settle_user(c->tier, &c->key->bucket, c->ubucket, c->reserved, prompt + completion, refund,
+    gx_maas_settle(c->tier, &c->key->bucket, c->ubucket, c->reserved, prompt + completion, refund,
                         gx_maas_now(c->m));
     record(c, status, prompt, completion, est);
 }
@@ -817,7 +820,7 @@ void gx_maas_proxy_call(gx_maas *m, gx_req *req, gx_resp *resp, gx_maas_key *key
     m->proxy->calls = c;
     m->proxy->ncalls++;
     if (upstream_body(c, req, &bi, &b) || start(c)) {
-        gx_maas_settle_user(tier, &key->bucket, c->ubucket, c->reserved, 0, 1, now);
+        gx_maas_settle(tier, &key->bucket, c->ubucket, c->reserved, 0, 1, now);
         gx_maas_oai_error(resp, 500, "api_error", NULL, "cannot forward the request");
         free_call(c);
         goto out;

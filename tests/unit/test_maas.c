@@ -84,13 +84,13 @@ Test(maas_limits, requests_and_tokens_are_independent)
     cr_assert_eq(v.lim_req, 3);
     cr_assert_eq(v.rem_req, 2);
     cr_assert_eq(v.rem_tok, 90);
-    gx_maas_settle(&t, &k, 10, 4, 0, now + 10);
+    gx_maas_settle(&t, &k, NULL, 10, 4, 0, now + 10);
     cr_assert_eq(k.tok_reserved, 0);
     cr_assert_eq(k.tok_used[0], 4);
     cr_assert_eq(gx_maas_admit(&t, &k, 96, now + 20, &v), 0);   /* 4 + 96 = 100: fits exactly */
     cr_assert_eq(gx_maas_admit(&t, &k, 1, now + 30, &v), -1);   /* tokens: one more does not */
     cr_assert_eq(v.result, GX_MAAS_LIM_TOKENS);
-    gx_maas_settle(&t, &k, 96, 0, 1, now + 40);                 /* upstream failed: all back */
+    gx_maas_settle(&t, &k, NULL, 96, 0, 1, now + 40);                 /* upstream failed: all back */
     cr_assert_eq(gx_maas_admit(&t, &k, 1, now + 45, &v), 0);    /* request 2 of 3 (the failed one refunded) */
     cr_assert_eq(gx_maas_admit(&t, &k, 1, now + 50, &v), 0);    /* request 3 of 3 */
     cr_assert_eq(gx_maas_admit(&t, &k, 1, now + 60, &v), -1);   /* the 4th: requests */
@@ -113,7 +113,7 @@ Test(maas_limits, reservations_never_overshoot)
         if (!gx_maas_admit(&t, &keys[i % 10], 30, 1000, &v)) admitted++;
     cr_assert_eq(admitted, 33); /* 33 * 30 = 990 <= 1000 */
     for (int i = 0; i < admitted; i++) {
-        gx_maas_settle(&t, &keys[i % 10], 30, 30, 0, 2000);
+        gx_maas_settle(&t, &keys[i % 10], NULL, 30, 30, 0, 2000);
         charged += 30;
     }
     cr_assert_leq(charged, 1000);
@@ -134,7 +134,7 @@ Test(maas_limits, concurrency_and_too_big)
     cr_assert_eq(gx_maas_admit(&t, &k, 1, 0, &v), -1);
     cr_assert_eq(v.result, GX_MAAS_LIM_CONCURRENCY);
     cr_assert(strstr(v.msg, "for this key (tier t) on concurrent requests: limit 2"), "%s", v.msg);
-    gx_maas_settle(&t, &k, 1, 1, 0, 1);
+    gx_maas_settle(&t, &k, NULL, 1, 1, 0, 1);
     cr_assert_eq(gx_maas_admit(&t, &k, 51, 2, &v), -1);
     cr_assert_eq(v.result, GX_MAAS_LIM_TOO_BIG);
 }
@@ -147,7 +147,7 @@ Test(maas_limits, reservation_survives_window_rollover)
     gx_maas_verdict v;
     cr_assert_eq(gx_maas_admit(&t, &k, 100, 59000, &v), 0);  /* in flight across the boundary */
     cr_assert_eq(gx_maas_admit(&t, &k, 1, 61000, &v), -1);   /* still reserved in the new window */
-    gx_maas_settle(&t, &k, 100, 20, 0, 62000);
+    gx_maas_settle(&t, &k, NULL, 100, 20, 0, 62000);
     cr_assert_eq(gx_maas_admit(&t, &k, 80, 63000, &v), 0);
 }
 
@@ -184,7 +184,7 @@ Test(maas_grant, no_limit_named_gets_what_is_left_up_to_the_cap)
     cr_assert_eq(v.grant, 0);
     cr_assert(strstr(v.msg, "Requested 11."), "the least it could cost: %s", v.msg);
     /* settled with less than granted: the rest comes back */
-    gx_maas_settle(&t, &k, 410, 50, 0, now + 1);
+    gx_maas_settle(&t, &k, NULL, 410, 50, 0, now + 1);
     cr_assert_eq(k.tok_reserved, 590);
     cr_assert_eq(k.tok_used[0], 50);
     cr_assert_eq(gx_maas_admit_ask(&t, &k, NULL, &a, now + 2, &v), 0);
@@ -217,10 +217,10 @@ Test(maas_grant, every_window_of_key_and_tier_bounds_the_grant)
     cr_assert_eq(gx_maas_admit_ask(&t, &k1, NULL, &a, 0, &v), 0);
     cr_assert_eq(v.grant, 480, "the tier's hour (500) binds first");
     cr_assert_eq(gx_maas_admit_ask(&t, &k2, NULL, &a, 1, &v), -1, "another key of the tier: nothing left in the hour");
-    gx_maas_settle(&t, &k1, 500, 100, 0, 2);
+    gx_maas_settle(&t, &k1, NULL, 500, 100, 0, 2);
     cr_assert_eq(gx_maas_admit_ask(&t, &k1, NULL, &a, 3, &v), 0);
     cr_assert_eq(v.grant, 380, "the tier's hour again: 500 - 100");
-    gx_maas_settle(&t, &k1, 400, 400, 0, 4);   /* key: day 500 of 600; tier: hour 500 of 500 */
+    gx_maas_settle(&t, &k1, NULL, 400, 400, 0, 4);   /* key: day 500 of 600; tier: hour 500 of 500 */
     cr_assert_eq(gx_maas_admit_ask(&t, &k1, NULL, &a, 3600000, &v), 0, "a new hour");
     cr_assert_eq(v.grant, 80, "now the key's day (600 - 500) binds");
     /* n completions share what is left */
@@ -264,7 +264,7 @@ Test(maas_grant, small_tier_admits_and_never_fits_says_so)
     gx_maas_ask a = ask(10, 0, 1);
     cr_assert_eq(gx_maas_admit_ask(&t, &k, NULL, &a, 0, &v), 0);
     cr_assert_eq(v.grant, 90);
-    gx_maas_settle(&t, &k, v.cost, 15, 0, 1);
+    gx_maas_settle(&t, &k, NULL, v.cost, 15, 0, 1);
     gx_maas_ask huge_prompt = ask(99, 0, 2), too_many = ask(10, 200, 1);
     cr_assert_eq(gx_maas_admit_ask(&t, &k, NULL, &huge_prompt, 2, &v), -1);
     cr_assert_eq(v.result, GX_MAAS_LIM_TOO_BIG);
@@ -312,9 +312,9 @@ Test(maas_grant, headers_show_the_tightest_window_of_key_and_tier)
     cr_assert_eq(v.reset_tok_ms, 23 * 3600000);
     cr_assert_eq(v.lim_req, 5);
     cr_assert_eq(v.rem_req, 4);
-    gx_maas_settle(&t, &k, 10, 10, 0, now);
+    gx_maas_settle(&t, &k, NULL, 10, 10, 0, now);
     cr_assert_eq(gx_maas_admit(&t, &k, 10, now, &v), 0);
-    gx_maas_settle(&t, &k, 10, 10, 0, now);
+    gx_maas_settle(&t, &k, NULL, 10, 10, 0, now);
     cr_assert_eq(gx_maas_admit(&t, &k, 11, now, &v), -1);
     cr_assert_eq(v.result, GX_MAAS_LIM_TOKENS);
     cr_assert_eq(v.lim_tok, 30);
@@ -329,14 +329,14 @@ Test(maas_grant, headers_show_the_tightest_window_of_key_and_tier)
     memset(&mine, 0, sizeof mine);
     for (int i = 0; i < 2; i++) {
         cr_assert_eq(gx_maas_admit(&t2, &other, 40, i * 60000, &v), 0);
-        gx_maas_settle(&t2, &other, 40, 40, 0, i * 60000);
+        gx_maas_settle(&t2, &other, NULL, 40, 40, 0, i * 60000);
     }
     cr_assert_eq(gx_maas_admit(&t2, &mine, 45, 120000, &v), 0);   /* the day: 3 of 3 requests, 125 of 1000 tokens */
     cr_assert_eq(v.lim_req, 3);
     cr_assert_eq(v.rem_req, 0, "the tier's day has no request left");
     cr_assert_eq(v.lim_tok, 50, "the key's minute: 5 left");
     cr_assert_eq(v.rem_tok, 5);
-    gx_maas_settle(&t2, &mine, 45, 45, 0, 120000);
+    gx_maas_settle(&t2, &mine, NULL, 45, 45, 0, 120000);
     cr_assert_eq(gx_maas_admit(&t2, &mine, 5, 120001, &v), -1);
     cr_assert_eq(v.result, GX_MAAS_LIM_REQUESTS);
     cr_assert(strstr(v.msg, "for tier t (all its keys) on requests per 86400s"), "%s", v.msg);
@@ -349,10 +349,10 @@ Test(maas_grant, headers_show_the_tightest_window_of_key_and_tier)
     memset(&mine, 0, sizeof mine);
     for (int i = 0; i < 10; i++) {   /* 9 x 100 + 50: 950 of the tier's day */
         cr_assert_eq(gx_maas_admit(&t3, &other, i < 9 ? 100 : 50, i * 60000, &v), 0);
-        gx_maas_settle(&t3, &other, v.cost, v.cost, 0, i * 60000);
+        gx_maas_settle(&t3, &other, NULL, v.cost, v.cost, 0, i * 60000);
     }
     cr_assert_eq(gx_maas_admit(&t3, &mine, 30, 600000, &v), 0);
-    gx_maas_settle(&t3, &mine, 30, 30, 0, 600000);   /* mine: 70 left this minute; the tier: 20 today */
+    gx_maas_settle(&t3, &mine, NULL, 30, 30, 0, 600000);   /* mine: 70 left this minute; the tier: 20 today */
     gx_maas_ask eighty = ask(0, 80, 1);
     cr_assert_eq(gx_maas_admit_ask(&t3, &mine, NULL, &eighty, 600001, &v), -1);
     cr_assert(strstr(v.msg, "for this key (tier t) on tokens per 60s"), "%s", v.msg);
@@ -451,7 +451,7 @@ Test(maas_user, keys_of_one_user_share_it_and_others_are_not_affected)
     cr_assert_eq(v.rem_req, 0);
     cr_assert_eq(gx_maas_admit_ask(&t, &b1, bob, &one, 4, &v), 0, "another user keeps their own budget");
     cr_assert_eq(v.rem_req, 2);
-    for (int i = 0; i < 3; i++) gx_maas_settle_user(&t, i == 1 ? &a2 : &a1, alice, 1, 1, 0, 5);
+    for (int i = 0; i < 3; i++) gx_maas_settle(&t, i == 1 ? &a2 : &a1, alice, 1, 1, 0, 5);
     cr_assert_eq(alice->b.tok_reserved, 0, "settle gives the reservations back to the user");
     cr_assert_eq(alice->b.tok_used[0], 3);
     cr_assert_eq(alice->b.inflight, 0);
@@ -462,7 +462,7 @@ Test(maas_user, keys_of_one_user_share_it_and_others_are_not_affected)
     cr_assert_eq(v.result, GX_MAAS_LIM_TOKENS);
     cr_assert(strstr(v.msg, "for user alice (tier t, all their keys) on tokens per 60s"), "%s", v.msg);
     cr_assert_eq(gx_maas_admit_ask(&t, &b1, bob, &fifty, 60002, &v), 0, "bob is not affected");
-    gx_maas_settle_user(&t, &a1, alice, 60, 20, 0, 60003);   /* it used 20 of the 60 */
+    gx_maas_settle(&t, &a1, alice, 60, 20, 0, 60003);   /* it used 20 of the 60 */
     cr_assert_eq(alice->b.tok_used[0], 20);
     cr_assert_eq(gx_maas_admit_ask(&t, &a2, alice, &fifty, 60004, &v), 0, "what was not used came back to the user");
     cr_assert_eq(a2.tok_reserved, 50);
@@ -489,7 +489,7 @@ Test(maas_user, grants_and_headers_follow_the_user_budget)
     cr_assert_eq(v.lim_req, 5, "x-ratelimit-*-requests: the user's minute");
     cr_assert_eq(v.rem_req, 4);
     cr_assert_eq(v.reset_req_ms, 60000);
-    gx_maas_settle_user(&t, &k1, u, v.cost, 100, 0, 1);
+    gx_maas_settle(&t, &k1, u, v.cost, 100, 0, 1);
     gx_maas_ask fifty = ask(0, 50, 1);
     cr_assert_eq(gx_maas_admit_ask(&t, &k2, u, &fifty, 2, &v), 0);
     cr_assert_eq(v.lim_tok, 300);
@@ -522,7 +522,7 @@ Test(maas_user, max_concurrent_requests_per_user)
     cr_assert(strstr(v.msg, "user alice (tier t, all their keys) on concurrent requests: limit 2, in flight 2"), "%s", v.msg);
     cr_assert_eq(a1.inflight, 1, "a refusal takes nothing");
     cr_assert_eq(gx_maas_admit_ask(&t, &b1, bob, &one, 0, &v), 0);
-    gx_maas_settle_user(&t, &a2, alice, v.cost, 1, 0, 1);
+    gx_maas_settle(&t, &a2, alice, v.cost, 1, 0, 1);
     cr_assert_eq(alice->b.inflight, 1);
     cr_assert_eq(gx_maas_admit_ask(&t, &a1, alice, &one, 2, &v), 0, "one ended: the user may send another");
     gx_maas_tier_free_users(&t);
@@ -538,7 +538,7 @@ Test(maas_user, a_tier_without_user_limits_has_no_user_buckets)
     gx_maas_verdict v;
     gx_maas_ask one = ask(1, 0, 0);
     cr_assert_eq(gx_maas_admit_ask(&t, &k, NULL, &one, 0, &v), 0);
-    gx_maas_settle_user(&t, &k, NULL, v.cost, 1, 0, 1);
+    gx_maas_settle(&t, &k, NULL, v.cost, 1, 0, 1);
     cr_assert_eq(gx_maas_admit_ask(&t, &k, NULL, &one, 2, &v), 0);
     cr_assert_eq(gx_maas_admit_ask(&t, &k, NULL, &one, 3, &v), -1);
     cr_assert(strstr(v.msg, "for this key (tier t)"), "%s", v.msg);

@@ -157,7 +157,7 @@ Test(maas_restore, restored_windows_count_by_length)
     cr_assert_eq(v.rem_tok, 300, "the minute has 1000 - 600 - 100 left: %lld", (long long)v.rem_tok);
     cr_assert_eq(v.rem_req, 100 - 7 - 1);
     cr_assert(k.bucket.dirty && t.dirty, "an admission marks the key and the tier for saving");
-    gx_maas_settle(&t, &k.bucket, 100, 50, 0, now);
+    gx_maas_settle(&t, &k.bucket, NULL, 100, 50, 0, now);
     /* the day window was restored too: 9000 + 50 used, so 1000 more tokens do not fit */
     cr_assert_neq(gx_maas_admit(&t, &k.bucket, 951, now, &v), 0);
     cr_assert_eq(v.result, GX_MAAS_LIM_TOKENS);
@@ -174,7 +174,7 @@ Test(maas_restore, tier_windows_changed_keep_matching_counts)
     memset(&k, 0, sizeof k);
     gx_maas_verdict v;
     cr_assert_eq(gx_maas_admit(&t, &k.bucket, 10, now, &v), 0);
-    gx_maas_settle(&t, &k.bucket, 10, 400, 0, now);
+    gx_maas_settle(&t, &k.bucket, NULL, 10, 400, 0, now);
     /* the tier drops its minute window: the hour keeps its 400 */
     gx_maas_tier t2 = tier_of("{\"spec\":{\"limits\":{\"tokensPerHour\":5000}}}");
     cr_assert_eq(gx_maas_admit(&t2, &k.bucket, 100, now, &v), 0);
