@@ -1,0 +1,73 @@
+/* sandbox: the bubblewrap command line that wraps one pod (docs/security.md).
+ * Owns: turning "this pod, as this uid, with these folders and device nodes" into the
+ * argv that gpuaas-shim execs: bwrap (namespaces and mounts) -> gpuaas-shim --as UID GID
+ * (the identity switch, inside) -> the command. Also the start-up probe that says what
+ * this host cannot do.
+ * Must not: start the pod (run/proc.c does), pick uids or device nodes (the caller does).
+ *
+ * The sandbox, in bwrap's order:
+ *   --ro-bind / /                 the host, read-only
+ *   --dev /dev                    a minimal /dev (null, zero, random, tty, pts, shm...)
+ *   --proc /proc                  a procfs of the pod's own PID namespace
+ *   --size N --tmpfs /tmp         a private /tmp of at most N bytes
+ *   --tmpfs H  (each hide[])      empty over the data directory and other private places
+ *   --bind W W                    its own working folder, read-write, at the same path
+ *   mounts[]                      device nodes (--dev-bind), hostPath volumes, MPS pipes
+ *   --unshare-pid --unshare-ipc --unshare-uts --hostname HOST
+ *   --new-session --die-with-parent
+ *   --cap-drop ALL --cap-add CAP_SETUID CAP_SETGID CAP_SETPCAP   (only for the switch)
+ *   --chdir CWD -- SHIM --as UID GID -- COMMAND...
+ * The network is the host's (pods serve models on loopback ports the gateway reaches).
+ * No user namespace: bwrap runs as root in its privileged mode, so the uid the pod has is
+ * the uid the host sees (a user namespace mapping to root would make root's files the
+ * pod's: ../shared/reference/isolation.md). */
+#ifndef GX_SANDBOX_H
+#define GX_SANDBOX_H
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include "lib/err.h"
+
+typedef enum { GX_MOUNT_RO, GX_MOUNT_RW, GX_MOUNT_DEV } gx_mount_kind;
+
+typedef struct gx_sandbox_mount {
+    const char *src;                 /* host path (absolute) */
+    const char *dst;                 /* path inside (absolute) */
+    gx_mount_kind kind;              /* GX_MOUNT_DEV: a device node, --dev-bind */
+} gx_sandbox_mount;
+
+typedef struct gx_sandbox_spec {
+    const char *bwrap;               /* bwrap's path */
+    const char *shim;                /* gpuaas-shim's path (runs inside for the switch) */
+    uid_t uid;                       /* never 0 */
+    gid_t gid;                       /* never 0 */
+    const char *work_dir;            /* bound read-write at the same path */
+    const char *cwd;                 /* chdir inside: work_dir, or the Job's workingDir */
+    const char *hostname;            /* the pod's name (UTS namespace) */
+    const char *const *hide;         /* NULL-terminated: covered by an empty tmpfs */
+    int64_t tmp_bytes;               /* size of the private /tmp, > 0 */
+    const gx_sandbox_mount *mounts;
+    size_t nmounts;
+    char *const *argv;               /* the command, NULL-terminated */
+} gx_sandbox_spec;
+
+/* The full argv (argv[0] is bwrap's path), NULL-terminated, every string malloc'd: free
+ * with gx_sandbox_free_argv. Refuses (NULL, err 500) a uid or gid of 0, a relative path,
+ * an empty command. */
+char **gx_sandbox_argv(const gx_sandbox_spec *s, gx_err *err);
+void gx_sandbox_free_argv(char **argv);
+
+/* Can this host run sandboxed pods? Runs bwrap once with the namespaces and mounts the
+ * pods get (and `true` inside, as an unprivileged uid through the shim) and checks that
+ * the daemon is root. Returns 0, or -1 with err naming what is missing ("bwrap not
+ * found: install the Debian package bubblewrap", "the daemon runs as uid 1000: the
+ * sandbox switches each pod to its namespace's uid, which needs root", "bwrap: creating
+ * new namespace failed: ..."). Blocks for the probe's few milliseconds; called once at
+ * start. */
+int gx_sandbox_probe(const char *bwrap, const char *shim, uid_t probe_uid, gx_err *err);
+
+/* Where bwrap is: $GPUAAS_BWRAP when set (tests), else the first bwrap in PATH, else
+ * /usr/bin/bwrap. Returns 0 with the path in out, -1 when none is executable. */
+int gx_sandbox_find_bwrap(char *out, size_t n);
+
+#endif
