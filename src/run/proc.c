@@ -1,7 +1,7 @@
 /* proc: fork/exec of workload processes behind a status-recording shim.
  * Owns: everything between "here is argv" and "it exited with N".
  * Must not: allocate or call non-async-signal-safe functions between fork and exec
- * except in the shim, which is a plain single-threaded copy of the daemon. */
+ * (posix_spawn does the fork/exec); put the Job's environment in the shim's own. */
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -48,51 +49,99 @@ static int pidfd_open_compat(pid_t pid)
 #endif
 }
 
-/* Where the shim lives: beside our own binary. */
-static int shim_path(char *out, size_t n)
+int gx_proc_shim_path(char *out, size_t n)
 {
     char self[4096];
+    if (n) out[0] = 0; /* callers print it in their error */
     ssize_t k = readlink("/proc/self/exe", self, sizeof self - 1);
     if (k <= 0) return -1;
     self[k] = 0;
     char *slash = strrchr(self, '/');
     if (!slash) return -1;
     *slash = 0;
-    snprintf(out, n, "%s/gpuaas-shim", self);
+    int w = snprintf(out, n, "%s/gpuaas-shim", self);
+    if (w < 0 || (size_t)w >= n) return -1;
     return access(out, X_OK);
 }
 
-/* The shim is a separate small program started with posix_spawn (vfork semantics):
- * a fork of the busy daemon would copy-on-write its heap (page faults and TLB
- * shootdowns per start), and an exec of the daemon's own binary would pay for
- * loading a dozen shared libraries each time. */
-int gx_proc_start(const gx_proc_spec *spec, gx_proc *out, gx_err *err)
+/* Moves fd to a number >= 5 (closing the original), so that the spawn's dup2s onto 3 and 4
+ * can never overwrite a source that another dup2 still needs. */
+static int fd_above_4(int fd)
 {
-    memset(out, 0, sizeof *out);
-    out->pidfd = -1;
-    out->errfd = -1;
-    unlink(spec->exit_path);
+    if (fd < 0 || fd > 4) return fd;
+    int hi = fcntl(fd, F_DUPFD_CLOEXEC, 5);
+    close(fd);
+    return hi;
+}
+
+static int write_all(int fd, const char *p, size_t n)
+{
+    while (n) {
+        ssize_t w = write(fd, p, n);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) return -1;
+        p += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
+/* The command's environment as NUL-terminated strings in a sealed memfd (the shim's fd 4),
+ * instead of the shim's own environment: the shim and bwrap run as root outside the
+ * sandbox, and a Job's LD_PRELOAD or LD_LIBRARY_PATH must reach only its command's loader.
+ * The seals let the shim tell this fd from a stray one and keep the contents fixed. */
+static int env_memfd(char *const *envp)
+{
+    int fd = memfd_create("gpuaas-env", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+    if (fd < 0) return -1;
+    for (size_t i = 0; envp && envp[i]; i++) {
+        if (write_all(fd, envp[i], strlen(envp[i]) + 1) < 0) goto fail;
+    }
+    if (fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) < 0) goto fail;
+    return fd;
+fail:;
+    int e = errno;
+    close(fd);
+    errno = e;
+    return -1;
+}
+
+/* The shim's argv: gpuaas-shim EXIT LOG CWD [--cgroup F]... [--sandboxed] -- COMMAND...
+ * The strings are borrowed from spec and c; free only the array. */
+static char **shim_argv(const gx_proc_spec *spec, const gx_proc_contain *c)
+{
     size_t n = 0;
     while (spec->argv[n]) n++;
-    char **av = calloc(n + 7, sizeof *av);
+    int ncg = c && c->cgroup_files ? c->ncgroup_files : 0;
+    char **av = calloc(n + 7 + 2 * (size_t)(ncg > 0 ? ncg : 0), sizeof *av);
     if (!av) abort();
-    char shim[4200];
-    if (shim_path(shim, sizeof shim)) {
-        free(av);
-        return gx_errf(err, 500, "", "gpuaas-shim is missing beside the gpuaas binary (%s): rebuild with make", shim);
+    size_t k = 0;
+    av[k++] = "gpuaas-shim";
+    av[k++] = (char *)spec->exit_path;
+    av[k++] = (char *)spec->log_path;
+    av[k++] = (char *)(spec->cwd ? spec->cwd : "");
+    for (int i = 0; i < ncg; i++) {
+        av[k++] = "--cgroup";
+        av[k++] = (char *)c->cgroup_files[i];
     }
-    av[0] = "gpuaas-shim";
-    av[1] = (char *)spec->exit_path;
-    av[2] = (char *)spec->log_path;
-    av[3] = (char *)(spec->cwd ? spec->cwd : "");
-    av[4] = "--";
-    for (size_t i = 0; i < n; i++) av[5 + i] = spec->argv[i];
-    int pfd[2];
-    if (pipe2(pfd, O_CLOEXEC) < 0) { free(av); return gx_errf(err, 500, "", "pipe: %s", strerror(errno)); }
+    if (c && c->sandboxed) av[k++] = "--sandboxed";
+    av[k++] = "--";
+    for (size_t i = 0; i < n; i++) av[k++] = spec->argv[i];
+    return av;
+}
+
+/* The shim's own environment: a fixed PATH and nothing of the Job's (see env_memfd). */
+static char *const shim_env[] = {"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", NULL};
+
+/* posix_spawn of the shim: new session, default signals, errw on fd 3 and envfd on fd 4
+ * (dup2 clears their close-on-exec). Returns posix_spawn's error number. */
+static int spawn_shim(const char *shim, char **av, int errw, int envfd, pid_t *pid)
+{
     posix_spawn_file_actions_t fa;
     posix_spawnattr_t at;
     posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_adddup2(&fa, pfd[1], 3); /* dup2 clears close-on-exec */
+    posix_spawn_file_actions_adddup2(&fa, errw, 3);
+    posix_spawn_file_actions_adddup2(&fa, envfd, 4);
     posix_spawnattr_init(&at);
     sigset_t none, all;
     sigemptyset(&none);
@@ -100,12 +149,45 @@ int gx_proc_start(const gx_proc_spec *spec, gx_proc *out, gx_err *err)
     posix_spawnattr_setsigmask(&at, &none);
     posix_spawnattr_setsigdefault(&at, &all);
     posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
-    pid_t pid;
-    int rc = posix_spawn(&pid, shim, &fa, &at, av, spec->envp);
+    int rc = posix_spawn(pid, shim, &fa, &at, av, shim_env);
     posix_spawn_file_actions_destroy(&fa);
     posix_spawnattr_destroy(&at);
+    return rc;
+}
+
+/* The shim is a separate small program started with posix_spawn (vfork semantics):
+ * a fork of the busy daemon would copy-on-write its heap (page faults and TLB
+ * shootdowns per start), and an exec of the daemon's own binary would pay for
+ * loading a dozen shared libraries each time. */
+int gx_proc_start_contained(const gx_proc_spec *spec, const gx_proc_contain *c, gx_proc *out,
+                            gx_err *err)
+{
+    memset(out, 0, sizeof *out);
+    out->pidfd = -1;
+    out->errfd = -1;
+    unlink(spec->exit_path);
+    char shim[4200];
+    if (gx_proc_shim_path(shim, sizeof shim))
+        return gx_errf(err, 500, "", "gpuaas-shim is missing beside the gpuaas binary (%s): rebuild with make", shim);
+    int pfd[2];
+    if (pipe2(pfd, O_CLOEXEC) < 0) return gx_errf(err, 500, "", "pipe: %s", strerror(errno));
+    pfd[1] = fd_above_4(pfd[1]);
+    int envfd = fd_above_4(env_memfd(spec->envp));
+    if (pfd[1] < 0 || envfd < 0) {
+        int e = errno;
+        close(pfd[0]);
+        if (pfd[1] >= 0) close(pfd[1]);
+        if (envfd >= 0) close(envfd);
+        return gx_errf(err, 500, "", "cannot pass the environment to the shim: %s", strerror(e));
+    }
+    /* a sandbox process may hold the write end after the shim is gone: never block on it */
+    fcntl(pfd[0], F_SETFL, O_NONBLOCK);
+    char **av = shim_argv(spec, c);
+    pid_t pid;
+    int rc = spawn_shim(shim, av, pfd[1], envfd, &pid);
     free(av);
     close(pfd[1]);
+    close(envfd);
     if (rc) {
         close(pfd[0]);
         return gx_errf(err, 500, "", "cannot start the process shim: %s", strerror(rc));
@@ -120,15 +202,36 @@ int gx_proc_start(const gx_proc_spec *spec, gx_proc *out, gx_err *err)
     return 0;
 }
 
-int gx_proc_start_error(gx_proc *p)
+int gx_proc_start(const gx_proc_spec *spec, gx_proc *out, gx_err *err)
 {
-    if (p->errfd < 0) return 0;
-    int e = 0;
-    ssize_t r;
-    while ((r = read(p->errfd, &e, sizeof e)) < 0 && errno == EINTR) {}
+    return gx_proc_start_contained(spec, NULL, out, err);
+}
+
+/* Every int on the pipe: the sandbox marker, and at most one errno (from the shim outside
+ * when bwrap or a cgroup failed, or from the shim inside when the switch or the exec did). */
+int gx_proc_start_outcome(gx_proc *p, int *sandbox_up)
+{
+    if (p->errfd < 0) {
+        if (sandbox_up) *sandbox_up = -1;
+        return 0;
+    }
+    int up = 0, e = 0, v;
+    for (;;) {
+        ssize_t r = read(p->errfd, &v, sizeof v);
+        if (r < 0 && errno == EINTR) continue;
+        if (r != (ssize_t)sizeof v) break; /* EOF, EAGAIN: writes of 4 bytes are atomic */
+        if (v == GX_SHIM_SANDBOX_UP) up = 1;
+        else if (!e) e = v;
+    }
     close(p->errfd);
     p->errfd = -1;
-    return r == (ssize_t)sizeof e ? e : 0;
+    if (sandbox_up) *sandbox_up = up;
+    return e;
+}
+
+int gx_proc_start_error(gx_proc *p)
+{
+    return gx_proc_start_outcome(p, NULL);
 }
 
 int gx_proc_adopt(pid_t pid, uint64_t start_time, gx_proc *out)

@@ -7,16 +7,24 @@
  *
  * The sandbox, in bwrap's order:
  *   --ro-bind / /                 the host, read-only
- *   --dev /dev                    a minimal /dev (null, zero, random, tty, pts, shm...)
+ *   --dev /dev                    a minimal /dev (null, zero, random, tty, pts...)
+ *   --perms 1777 --size N --tmpfs /dev/shm   shared memory (NCCL, DataLoader); bwrap's own
+ *                                 /dev/shm is root's 0755, which the pod could not write
  *   --proc /proc                  a procfs of the pod's own PID namespace
- *   --size N --tmpfs /tmp         a private /tmp of at most N bytes
+ *   --perms 1777 --size N --tmpfs /tmp   a private /tmp of at most N bytes the pod can write
  *   --tmpfs H  (each hide[])      empty over the data directory and other private places
  *   --bind W W                    its own working folder, read-write, at the same path
  *   mounts[]                      device nodes (--dev-bind), hostPath volumes, MPS pipes
+ *       each bind preceded by "--perms 0755 --dir A" for every ancestor A of its
+ *       destination: bwrap would make missing ones root's 0700, closed to the pod; the
+ *       destination must not pass through a symlink (bwrap cannot follow one there)
  *   --unshare-pid --unshare-ipc --unshare-uts --hostname HOST
  *   --new-session --die-with-parent
  *   --cap-drop ALL --cap-add CAP_SETUID CAP_SETGID CAP_SETPCAP   (only for the switch)
- *   --chdir CWD -- SHIM --as UID GID -- COMMAND...
+ *   --chdir / -- SHIM --as UID GID --cwd CWD -- COMMAND...
+ *                                 the shim enters CWD after the switch, as the pod: bwrap's
+ *                                 own chdir runs as a root without CAP_DAC_OVERRIDE, which
+ *                                 the pod's 0700 folder keeps out
  * The network is the host's (pods serve models on loopback ports the gateway reaches).
  * No user namespace: bwrap runs as root in its privileged mode, so the uid the pod has is
  * the uid the host sees (a user namespace mapping to root would make root's files the
@@ -45,7 +53,7 @@ typedef struct gx_sandbox_spec {
     const char *cwd;                 /* chdir inside: work_dir, or the Job's workingDir */
     const char *hostname;            /* the pod's name (UTS namespace) */
     const char *const *hide;         /* NULL-terminated: covered by an empty tmpfs */
-    int64_t tmp_bytes;               /* size of the private /tmp, > 0 */
+    int64_t tmp_bytes;               /* size of the private /tmp (and of /dev/shm), > 0 */
     const gx_sandbox_mount *mounts;
     size_t nmounts;
     char *const *argv;               /* the command, NULL-terminated */
