@@ -49,6 +49,7 @@ static json_t *item(gx_gpu_rt *r, const json_t *node, const json_t *g)
     json_object_set_new(x, "mode", json_string(gx_share_mode_name(d->mode)));
     json_object_set_new(x, "product", json_string(d->product));
     json_object_set_new(x, "pciBusId", json_string(d->pci_bus_id));
+    json_object_set_new(x, "minor", json_integer(d->minor));   /* its /dev/nvidiaN */
     json_object_set_new(x, "memoryMiB", json_integer(d->mem_mib));
     json_object_set_new(x, "memoryUsedMiB", json_integer(d->mem_used_mib));
     json_object_set_new(x, "utilization", d->util >= 0 ? json_integer(d->util) : json_null());

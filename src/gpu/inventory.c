@@ -25,6 +25,7 @@ static void mig_from_nvml(gx_gpu_mig_dev *o, const gx_nvml_mig *m)
     o->mem_mib = m->mem_total_mib;
     o->replicas = 1;
     o->gi_id = m->gi_id;
+    o->ci_id = m->ci_id;
     o->gr_active = -1;
 }
 
@@ -83,6 +84,7 @@ static int sim_gpu(gx_gpu_inv *inv, int node, int idx, const json_t *g, const ch
     gx_gpu_dev *d = add_dev(inv);
     d->node = node;
     d->index = idx;
+    d->minor = idx;
     const char *model = json_string_value(json_object_get(g, "model"));
     snprintf(d->model, sizeof d->model, "%s", model ? model : "GPU");
     snprintf(d->product, sizeof d->product, "%s", d->model);
@@ -159,6 +161,7 @@ static int load_nvml(gx_gpu_inv *inv, const gx_gpu_config *cfg, gx_err *err)
         d->node = ni;
         d->index = i;
         d->nvml_index = i;
+        d->minor = nd.minor >= 0 ? nd.minor : i;
         snprintf(d->uuid, sizeof d->uuid, "%s", nd.uuid);
         snprintf(d->product, sizeof d->product, "%s", nd.name);
         const gx_gpu_model *m = gx_gpu_mig_model_from_nvml(nd.name, nd.mem_total_mib);

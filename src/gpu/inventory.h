@@ -37,6 +37,7 @@ typedef struct gx_gpu_mig_dev {
     int start, size, replicas;
     int64_t mem_mib, mem_used_mib;
     unsigned gi_id;                  /* NVML GPU instance id (0 when simulated) */
+    unsigned ci_id;                  /* NVML compute instance id (0 when simulated) */
     double gr_active;                /* GPM GRAPHICS_UTIL percent at the last sample, -1 unmeasured */
 } gx_gpu_mig_dev;
 
@@ -48,6 +49,8 @@ typedef struct gx_gpu_dev {
     int node;                        /* index into the inventory's nodes */
     int index;                       /* on its node */
     int nvml_index;                  /* -1: simulated */
+    int minor;                       /* N of its /dev/nvidiaN: NVML's minor number; simulated:
+                                        its index on the node */
     char uuid[96], model[32], product[96], pci_bus_id[32];
     uint32_t pci_id;
     int64_t mem_mib;

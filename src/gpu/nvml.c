@@ -92,6 +92,7 @@ typedef struct syms {
     nvml_ret (*ci_create)(nvml_gi, unsigned, nvml_ci *);
     nvml_ret (*ci_list)(nvml_gi, unsigned, nvml_ci *, unsigned *);
     nvml_ret (*ci_destroy)(nvml_ci);
+    nvml_ret (*minor)(nvml_dev, unsigned *);
     nvml_ret (*get_compute_mode)(nvml_dev, int *);
     nvml_ret (*set_compute_mode)(nvml_dev, int);
     nvml_ret (*gpm_support)(nvml_dev, nvml_gpm_support *);
@@ -133,7 +134,7 @@ static const struct { const char *name; size_t off; int req; } table[] = {
     S(ci_profile, "nvmlGpuInstanceGetComputeInstanceProfileInfo", 0),
     S(ci_create, "nvmlGpuInstanceCreateComputeInstance", 0),
     S(ci_list, "nvmlGpuInstanceGetComputeInstances", 0), S(ci_destroy, "nvmlComputeInstanceDestroy", 0),
-    S(get_compute_mode, "nvmlDeviceGetComputeMode", 0), S(set_compute_mode, "nvmlDeviceSetComputeMode", 0),
+    S(minor, "nvmlDeviceGetMinorNumber", 0), S(get_compute_mode, "nvmlDeviceGetComputeMode", 0), S(set_compute_mode, "nvmlDeviceSetComputeMode", 0),
     S(gpm_support, "nvmlGpmQueryDeviceSupport", 0), S(gpm_alloc, "nvmlGpmSampleAlloc", 0),
     S(gpm_free, "nvmlGpmSampleFree", 0), S(gpm_get, "nvmlGpmSampleGet", 0), S(gpm_mig_get, "nvmlGpmMigSampleGet", 0),
     S(gpm_metrics, "nvmlGpmMetricsGet", 0),
@@ -275,6 +276,8 @@ int gx_gpu_nvml_query(gx_nvml *n, int index, gx_nvml_dev *d, gx_err *err)
         snprintf(d->pci_bus_id, sizeof d->pci_bus_id, "%s", pci.bus_id);
         d->pci_id = pci.pci_device_id;
     }
+    unsigned minor;
+    d->minor = n->f.minor && n->f.minor(h, &minor) == NVML_OK ? (int)minor : -1;
     read_mig(n, h, d);
     return gx_gpu_nvml_sample(n, d, err);
 }

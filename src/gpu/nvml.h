@@ -46,6 +46,7 @@ typedef struct gx_nvml_proc {
 
 typedef struct gx_nvml_dev {
     int index;
+    int minor;                   /* of /dev/nvidiaN (nvmlDeviceGetMinorNumber), -1 unknown */
     char uuid[96];
     char name[96];               /* "NVIDIA H100 80GB HBM3" */
     char pci_bus_id[32];

@@ -200,6 +200,16 @@ EXPORT int nvmlDeviceGetUUID(fdev *h, char *u, unsigned n)
     return OK;
 }
 
+/* Real drivers number /dev/nvidiaN by PCI order, not always by NVML index: the fake
+ * counts down (GPU 0 is the highest minor), so a test catches code that takes one for
+ * the other. */
+EXPORT int nvmlDeviceGetMinorNumber(fdev *h, unsigned *minor)
+{
+    if (h->mig >= 0) return NOT_SUPPORTED;
+    *minor = (unsigned)(ngpus - 1 - h->gpu);
+    return OK;
+}
+
 EXPORT int nvmlDeviceGetName(fdev *h, char *s, unsigned n)
 {
     const fgpu *g = &gpus[h->gpu];
