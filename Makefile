@@ -33,7 +33,7 @@ LIB_OBJ  += $(GEN_OBJ)
 UNIT_SRC := $(sort $(wildcard tests/unit/*.c))
 UNIT_OBJ := $(UNIT_SRC:%.c=$(BUILD)/obj/%.o)
 
-.PHONY: all deps run test unit integration asan clean bench style fakes
+.PHONY: all deps run test test-installed unit integration asan clean bench style fakes
 all: $(BUILD)/gpuaas
 
 deps:
@@ -93,12 +93,18 @@ asan:
 	  SANFLAGS="-fsanitize=address,undefined -fno-sanitize-recover=undefined" \
 	  build/asan/gpuaas build/asan/test-unit build/asan/fake-openai
 
-run: deps all
+# run and test install what is missing first, then build in a second make: the first one
+# parsed this file (and ran pkg-config) before the packages were there.
+run: deps
+	@$(MAKE) --no-print-directory all
 	@scripts/demo.sh
 
 # The full suite. Unit tests run twice (gcc -O2, clang with ASan+UBSan); the
 # integration tests drive the sanitizer build of the daemon and CLI.
-test: deps all $(BUILD)/test-unit $(BUILD)/fake-openai asan $(FAKE_NVML)
+test: deps
+	@$(MAKE) --no-print-directory test-installed
+
+test-installed: all $(BUILD)/test-unit $(BUILD)/fake-openai asan $(FAKE_NVML)
 	@scripts/style-check.sh
 	$(BUILD)/test-unit --jobs 2 --timeout 60
 	ASAN_OPTIONS=detect_leaks=1 build/asan/test-unit --jobs 2 --timeout 120

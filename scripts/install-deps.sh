@@ -9,6 +9,7 @@ PKGS=(
   libcurl4-openssl-dev libjansson-dev libyaml-dev
   libsqlite3-dev libsodium-dev libcriterion-dev
   curl procps jq
+  bubblewrap                  # the pod sandbox (docs/security.md)
   chromium nodejs npm
   sqlite3 nginx-light wrk     # gateway: tests read usage records; bench/gateway.sh's reference proxy and load tool
 )
