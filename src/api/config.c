@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include "api/config.h"
 #include "core/place.h"
 #include "gpu/devplugin.h"
@@ -24,6 +25,7 @@ void gx_config_defaults(gx_config *c)
     c->max_body_bytes = 1 << 20;
     c->max_workloads = 10000;
     c->max_log_followers = 256;
+    gx_run_config_defaults(&c->run);
 }
 
 void gx_config_free(gx_config *c)
@@ -32,6 +34,7 @@ void gx_config_free(gx_config *c)
     json_decref(c->manifests);
     json_decref(c->device_plugin);
     json_decref(c->mig_parted);
+    gx_run_config_free(&c->run);
     c->nodes = c->manifests = c->device_plugin = c->mig_parted = NULL;
 }
 
@@ -263,13 +266,13 @@ static int gpu_settings(gx_config *c, const json_t *inv, const char *dir, gx_err
 static int apply_doc(gx_config *c, const json_t *doc, const char *dir, gx_err *err)
 {
     static const char *known[] = {"apiVersion", "kind", "listen", "dataDir", "inventory", "manifests",
-                                  "fairSharing", "limits", NULL};
+                                  "fairSharing", "limits", "run", NULL};
     const char *k;
     json_t *v;
     json_object_foreach((json_t *)doc, k, v) {
         int ok = 0;
         for (int i = 0; known[i]; i++) ok |= !strcmp(k, known[i]);
-        if (!ok) return gx_errf(err, 422, k, "unknown setting (known: listen, dataDir, inventory, manifests, fairSharing, limits)");
+        if (!ok) return gx_errf(err, 422, k, "unknown setting (known: listen, dataDir, inventory, manifests, fairSharing, limits, run)");
     }
     const char *kind = json_string_value(json_object_get(doc, "kind"));
     if (kind && strcmp(kind, "ServerConfig")) return gx_errf(err, 422, "kind", "expected ServerConfig, got %s", kind);
@@ -308,6 +311,7 @@ static int apply_doc(gx_config *c, const json_t *doc, const char *dir, gx_err *e
         json_decref(files);
     }
     if (str_list(json_object_get(doc, "manifests"), "manifests", c->manifests, dir, err)) return -1;
+    if ((v = json_object_get(doc, "run")) && gx_run_config_load(&c->run, v, dir, geteuid(), err)) return -1;
     if ((v = json_object_get(doc, "limits"))) {
         if (!json_is_object(v)) return gx_errf(err, 422, "limits", "must be a mapping");
         if (get_size(v, "maxBodyBytes", 1024, (size_t)64 << 20, &c->max_body_bytes, err) ||

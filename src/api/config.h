@@ -6,6 +6,7 @@
 #include <limits.h>
 #include <stddef.h>
 #include <jansson.h>
+#include "run/run_config.h"
 #include "lib/err.h"
 
 typedef struct gx_config {
@@ -28,6 +29,7 @@ typedef struct gx_config {
     size_t max_body_bytes;
     size_t max_workloads;
     size_t max_log_followers;
+    gx_run_config run;            /* run: how pods are isolated (run/run_config.h) */
 } gx_config;
 
 void gx_config_defaults(gx_config *c);

@@ -93,6 +93,10 @@ static const char *const migrations[] = {
     "CREATE TABLE usage_marks (first_seq INTEGER PRIMARY KEY, max_ts INTEGER NOT NULL);"
     "INSERT INTO usage_marks (first_seq, max_ts) SELECT MIN(seq), MAX(ts_ms) FROM usage_rows GROUP BY seq / 1024;"
     "CREATE INDEX usage_marks_ts ON usage_marks (max_ts);",
+    /* 8: the uid each namespace's pods run as, taken from run.uidRange once and kept, so
+     * that files a namespace left keep their owner across restarts (src/store/identities.c) */
+    "CREATE TABLE ns_identities ("
+    "  namespace TEXT PRIMARY KEY, uid INTEGER NOT NULL UNIQUE, created_ms INTEGER NOT NULL);",
 };
 #define N_MIGRATIONS ((int)(sizeof migrations / sizeof migrations[0]))
 
