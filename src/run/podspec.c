@@ -40,6 +40,24 @@ static int check_strings(const json_t *arr, const char *field, gx_err *err)
     return 0;
 }
 
+/* Local mode never grants privileges (docs/security.md): a container that asks for them
+ * is refused rather than run without what it asked for. */
+static int check_security(const json_t *c, const char *base, gx_err *err)
+{
+    const json_t *sc = json_object_get(c, "securityContext");
+    char f[224];
+    if (json_is_true(json_object_get(sc, "privileged"))) {
+        snprintf(f, sizeof f, "%s.containers[0].securityContext.privileged", base);
+        return gx_errf(err, 422, f, "privileged containers are not run: pods are sandboxed (docs/security.md)");
+    }
+    const json_t *add = json_object_get(json_object_get(sc, "capabilities"), "add");
+    if (json_array_size(add)) {
+        snprintf(f, sizeof f, "%s.containers[0].securityContext.capabilities.add", base);
+        return gx_errf(err, 422, f, "pods run with no capabilities (docs/security.md)");
+    }
+    return 0;
+}
+
 int gx_podspec_read(const json_t *job, gx_podspec *out, gx_err *err)
 {
     memset(out, 0, sizeof *out);
@@ -75,6 +93,7 @@ int gx_podspec_read(const json_t *job, gx_podspec *out, gx_err *err)
         return gx_errf(err, 422, f, "local mode runs one container per pod (found %zu)", json_array_size(containers));
     const json_t *c = json_array_get(containers, 0);
     out->container = c;
+    if (check_security(c, base, err)) return -1;
     out->image = json_string_value(json_object_get(c, "image"));
     snprintf(f, sizeof f, "%s.containers[0].command", base);
     const json_t *cmd = json_object_get(c, "command");
@@ -114,7 +133,8 @@ int gx_podspec_read(const json_t *job, gx_podspec *out, gx_err *err)
     snprintf(f, sizeof f, "%s.terminationGracePeriodSeconds", base);
     if (read_int(podspec, "terminationGracePeriodSeconds", 30, 0, 3600, f, &grace, err)) return -1;
     out->grace_ms = (int64_t)grace * 1000;
-    return 0;
+    out->base = base;
+    return gx_podspec_read_volumes(podspec, c, base, out, err);
 }
 
 static void vec_push(char ***v, size_t *n, char *s)
@@ -161,16 +181,19 @@ static int env_defines(const json_t *env, const char *name)
 }
 
 char **gx_podspec_envp(const gx_podspec *ps, const char *key, int index, const char *gpu_uuids,
-                       const char *const *extra_env)
+                       const char *const *extra_env, const char *home)
 {
     char **v = NULL;
     size_t n = 0;
-    /* A small, predictable base: what a shell needs, nothing of the daemon's secrets. */
+    /* A small, predictable base: what a shell needs, nothing of the daemon's secrets. A
+     * sandboxed pod is not the daemon's user: its HOME is its own folder, its /tmp its own,
+     * and it gets no USER of the daemon's. */
     const char *keep[] = {"PATH", "HOME", "LANG", "LC_ALL", "TZ", "USER", "TMPDIR", NULL};
     const json_t *env = json_object_get(ps->container, "env");
     for (int i = 0; keep[i]; i++) {
         if (env_defines(env, keep[i])) continue; /* the Job's own value wins */
-        const char *val = getenv(keep[i]);
+        if (home && (!strcmp(keep[i], "USER") || !strcmp(keep[i], "TMPDIR"))) continue;
+        const char *val = home && !strcmp(keep[i], "HOME") ? home : getenv(keep[i]);
         if (val) vec_push(&v, &n, kv(keep[i], val));
     }
     if (!getenv("PATH")) vec_push(&v, &n, kv("PATH", "/usr/local/bin:/usr/bin:/bin"));

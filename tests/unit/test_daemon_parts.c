@@ -165,7 +165,7 @@ Test(podspec, reads_a_job_and_builds_argv_env)
     cr_assert_str_eq(argv[0], "python3");
     cr_assert_str_eq(argv[3], "3");
     cr_assert_null(argv[4]);
-    char **env = gx_podspec_envp(&ps, "n/a", 1, "GPU-x,GPU-y", NULL);
+    char **env = gx_podspec_envp(&ps, "n/a", 1, "GPU-x,GPU-y", NULL, NULL);
     int cuda = 0, path = 0, idx = 0;
     for (char **p = env; *p; p++) {
         cuda |= !strcmp(*p, "CUDA_VISIBLE_DEVICES=GPU-x,GPU-y");
