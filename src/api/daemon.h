@@ -13,6 +13,7 @@
 #include "api/loop.h"
 #include "core/engine.h"
 #include "lib/strmap.h"
+#include "run/podbox.h"
 #include "run/podspec.h"
 #include "run/proc.h"
 #include "store/store.h"
@@ -28,6 +29,12 @@ typedef struct gx_pod {
     int exit_code, signal_no;   /* valid when !alive; -1 exit_code = unknown */
     char devices[512];     /* comma-separated GPU UUIDs */
     void *watch;           /* the loop watch's context while alive */
+    /* sandboxed pods (run/podbox.h): signalled and killed through their cgroup */
+    int sandboxed;
+    uid_t uid;             /* the uid it runs as */
+    char cgroup[GX_PODBOX_CG_MAX];   /* relative to run.cgroupParent */
+    int64_t memory_limit;  /* bytes, 0 none */
+    char reason[16];       /* when ended: Completed, Error, OOMKilled (Kubernetes' words) */
 } gx_pod;
 
 /* The daemon's side of one workload: its processes and their bookkeeping. */
@@ -64,6 +71,7 @@ typedef struct gx_daemon {
     uint64_t http_requests;
     struct gx_maas *maas;  /* the OpenAI-compatible gateway (src/maas) */
     struct gx_portal *portal;  /* the web UI (src/portal) */
+    gx_podbox *box;        /* the pod sandbox (run/podbox.h); its cgroups also in none mode */
 } gx_daemon;
 
 /* workloads.c */

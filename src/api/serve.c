@@ -247,6 +247,7 @@ int gx_serve_main(int argc, char **argv)
     snprintf(mps_root, sizeof mps_root, "%s", d.cfg.mps_root[0] ? d.cfg.mps_root : d.cfg.data_dir);
     if (!d.cfg.mps_root[0]) strncat(mps_root, "/mps", sizeof mps_root - strlen(mps_root) - 1);
     gx_gpu_rt_start(d.cfg.data_dir, mps_root, stderr);
+    if (!(d.box = gx_podbox_open(&d.cfg.run, d.cfg.data_dir, d.store, &e))) goto out;
     if (gx_d_recover(&d, &e)) goto out;
     if (!(d.portal = gx_portal_new(&d))) { gx_errf(&e, 500, "", "cannot start the portal"); goto out; }
 
@@ -277,6 +278,7 @@ int gx_serve_main(int argc, char **argv)
     fprintf(stderr, "  portal:    %s/ (sign in with a token or a password)\n", url);
     fprintf(stderr, "  data:      %s (gpuaas.db, logs/)\n", d.cfg.data_dir);
     describe_inventory(&d);
+    gx_podbox_describe(d.box, stderr);
     fprintf(stderr, "  workloads: %zu recovered\n", d.wls.n);
     if (token[0]) {
         fprintf(stderr, "  admin token (shown once; keep it): %s\n", token);
@@ -300,6 +302,7 @@ cleanup:
     if (sfd >= 0) close(sfd);
     gx_portal_free(d.portal);
     gx_d_free_all(&d);
+    gx_podbox_free(d.box);
     gx_gpu_rt_stop(stderr);
     gx_engine_free(d.eng);
     gx_auth_free(d.auth);

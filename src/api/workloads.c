@@ -20,7 +20,9 @@
 #include <time.h>
 #include <unistd.h>
 #include "api/daemon.h"
+#include "core/quantity.h"
 #include "gpu/runtime.h"
+#include "run/sandbox.h"
 
 #define BACKOFF_BASE_MS 10000
 #define BACKOFF_MAX_MS 360000
@@ -30,6 +32,8 @@ typedef struct watch_ctx { gx_daemon *d; char key[256]; int gen, index; } watch_
 static void on_pod_fd(gx_loop *l, int fd, uint32_t ev, void *ud);
 static void pod_exited(gx_daemon *d, gx_wl *w, gx_pod *p);
 static void stop_pods(gx_daemon *d, gx_wl *w);
+static void box_settle(gx_daemon *d, gx_pod *p);
+static void log_tail(gx_daemon *d, const gx_wl *w, int index, char *out, size_t n);
 
 void gx_fmt_time(int64_t ms, char *out, size_t n)
 {
@@ -110,11 +114,15 @@ static json_t *run_record(const gx_wl *w)
     json_t *pods = json_array();
     for (size_t i = 0; i < w->npods; i++) {
         const gx_pod *p = &w->pods[i];
-        json_array_append_new(pods, json_pack("{s:i,s:i,s:i,s:i,s:I,s:b,s:I,s:I,s:i,s:i,s:s}",
+        json_t *po = json_pack("{s:i,s:i,s:i,s:i,s:I,s:b,s:I,s:I,s:i,s:i,s:s,s:s}",
             "gen", p->gen, "index", p->index, "slot", p->slot, "pid", (int)p->proc.pid,
             "startTime", (json_int_t)p->proc.start_time, "alive", p->alive,
             "startedMs", (json_int_t)p->started_ms, "finishedMs", (json_int_t)p->finished_ms,
-            "exitCode", p->exit_code, "signal", p->signal_no, "devices", p->devices));
+            "exitCode", p->exit_code, "signal", p->signal_no, "devices", p->devices, "reason", p->reason);
+        if (p->sandboxed)
+            json_object_update_new(po, json_pack("{s:b,s:I,s:s,s:I}", "sandboxed", 1, "uid", (json_int_t)p->uid,
+                                                 "cgroup", p->cgroup, "memoryLimit", (json_int_t)p->memory_limit));
+        json_array_append_new(pods, po);
     }
     return json_pack("{s:i,s:i,s:i,s:i,s:b,s:I,s:I,s:b,s:s,s:o}", "gen", w->gen, "succeeded", w->succeeded,
                      "failures", w->failures, "nextIndex", w->next_index, "stopping", w->stopping,
@@ -164,6 +172,11 @@ static void run_restore(gx_wl *w, const json_t *r)
         p->exit_code = (int)json_integer_value(json_object_get(x, "exitCode"));
         p->signal_no = (int)json_integer_value(json_object_get(x, "signal"));
         snprintf(p->devices, sizeof p->devices, "%s", json_string_value(json_object_get(x, "devices")) ?: "");
+        snprintf(p->reason, sizeof p->reason, "%s", json_string_value(json_object_get(x, "reason")) ?: "");
+        p->sandboxed = json_is_true(json_object_get(x, "sandboxed"));
+        p->uid = (uid_t)json_integer_value(json_object_get(x, "uid"));
+        p->memory_limit = json_integer_value(json_object_get(x, "memoryLimit"));
+        snprintf(p->cgroup, sizeof p->cgroup, "%s", json_string_value(json_object_get(x, "cgroup")) ?: "");
     }
 }
 
@@ -238,6 +251,23 @@ static void set_note(gx_wl *w, const char *fmt, ...)
     va_end(ap);
 }
 
+/* SIGTERM reaches a sandboxed pod's own processes (the tenant's uid: bwrap's helpers are
+ * root's and would take the whole pod down with them); SIGKILL ends its whole cgroup, so
+ * nothing escapes by double-forking. An unsandboxed pod is its shim's process group. */
+static void signal_pod(gx_daemon *d, gx_pod *p, int sig)
+{
+    if (!p->sandboxed) { gx_proc_signal(&p->proc, sig); return; }
+    const gx_cgroup_sys *cg = gx_podbox_cgroups(d->box);
+    if (sig == SIGKILL) gx_cgroup_kill(cg, p->cgroup);
+    else gx_cgroup_signal(cg, p->cgroup, sig, p->uid);
+}
+
+/* A sandboxed pod has ended: nothing of it may run on, and its cgroup goes. */
+static void box_cleanup(gx_daemon *d, gx_pod *p)
+{
+    if (p->sandboxed && p->cgroup[0]) gx_podbox_release(d->box, p->cgroup);
+}
+
 /* The Job cannot go on: say why, stop what still runs, and tell the engine it failed. */
 static void fail_job(gx_daemon *d, gx_wl *w, const char *why)
 {
@@ -274,6 +304,46 @@ static char **pod_gpu_env(gx_daemon *d, const gx_wl *w, int slot, const char *de
 
 /* Start the pod for `slot` with the next completion index. Returns -1 when the
  * command cannot be started at all (the Job then fails: retrying cannot help). */
+/* The device nodes a sandboxed pod gets for `devices` ("uuid,uuid"), and the MPS pipe
+ * directory it must reach when it is an MPS client (as gpu/podenv decides: one device
+ * whose GPU has a running MPS daemon). Without the GPU runtime there are none. */
+static size_t pod_devsel(const char *devices, gx_devsel *out, size_t max, const char **mps_pipe)
+{
+    gx_gpu_rt *rt = gx_gpu_rt_get();
+    *mps_pipe = NULL;
+    if (!rt || !*devices) return 0;
+    size_t n = 0;
+    gx_gpu_dev *last = NULL;
+    for (const char *p = devices; p && *p && n < max;) {
+        const char *e = strchr(p, ',');
+        char uuid[128];
+        snprintf(uuid, sizeof uuid, "%.*s", (int)(e ? (size_t)(e - p) : strlen(p)), p);
+        int mig = -1;
+        gx_gpu_dev *g = gx_gpu_inventory_owner(rt->inv, uuid, &mig);
+        if (g) {
+            out[n++] = (gx_devsel){g->minor, mig >= 0 ? (int)g->mig[mig].gi_id : -1,
+                                   mig >= 0 ? (int)g->mig[mig].ci_id : -1};
+            last = g;
+        }
+        p = e ? e + 1 : NULL;
+    }
+    const char *pipe, *logdir;
+    if (n == 1 && rt->mps && gx_gpu_mps_dirs(rt->mps, last->uuid, &pipe, &logdir)) *mps_pipe = pipe;
+    return n;
+}
+
+/* Prepare the sandbox of pod `index` (run/podbox.h): its command becomes bwrap's, it
+ * starts in its own folder with its own HOME, and the shim's child joins its cgroup. */
+static int box_pod(gx_daemon *d, gx_wl *w, int index, const char *devices, char **argv, gx_podbox_run *br,
+                   gx_err *err)
+{
+    gx_devsel sel[16];
+    const char *mps_pipe;
+    size_t nsel = pod_devsel(devices, sel, 16, &mps_pipe);
+    gx_podbox_pod bp = {w->ns, w->name, w->gen, index, &w->ps, sel, nsel, mps_pipe, argv, gx_loop_now(d->loop)};
+    return gx_podbox_prepare(d->box, &bp, br, err);
+}
+
 static int start_pod(gx_daemon *d, gx_wl *w, int slot, const char *devices, gx_err *err)
 {
     char dir[PATH_MAX], cwd[PATH_MAX], logp[PATH_MAX], exitp[PATH_MAX];
@@ -281,14 +351,26 @@ static int start_pod(gx_daemon *d, gx_wl *w, int slot, const char *devices, gx_e
     mkdirs(dir);
     wl_dir(d->run_dir, w, cwd, sizeof cwd);
     mkdirs(cwd);
-    int index = w->next_index++;
+    int index = w->next_index;
     gx_d_log_path(d, w->key, index, logp, sizeof logp);
     exit_path(d, w, w->gen, index, exitp, sizeof exitp);
     char **argv = gx_podspec_argv(&w->ps);
+    int boxed = d->cfg.run.sandbox;
+    gx_podbox_run br;
+    if (boxed && box_pod(d, w, index, devices, argv, &br, err)) {
+        gx_podspec_free_vec(argv);
+        return -1;
+    }
+    w->next_index++;
+    const char *procs[GX_CG_NCTRL + 1];
+    for (int i = 0; boxed && i < br.nprocs; i++) procs[i] = br.procs[i];
+    gx_proc_contain box = {procs, boxed ? br.nprocs : 0, 1};
     char **gpu_env = pod_gpu_env(d, w, slot, devices);
-    char **envp = gx_podspec_envp(&w->ps, w->key, index, devices, (const char *const *)gpu_env);
+    char **envp = gx_podspec_envp(&w->ps, w->key, index, devices, (const char *const *)gpu_env,
+                                  boxed ? br.work_dir : NULL);
     gx_podspec_free_vec(gpu_env);
     gx_proc_spec spec = {argv, envp, w->ps.working_dir ? w->ps.working_dir : cwd, logp, exitp};
+    if (boxed) spec = (gx_proc_spec){br.argv, envp, "", logp, exitp};
     gx_pod *p = pod_add(w);
     p->gen = w->gen;
     p->index = index;
@@ -296,9 +378,17 @@ static int start_pod(gx_daemon *d, gx_wl *w, int slot, const char *devices, gx_e
     p->started_ms = gx_loop_now(d->loop);
     p->exit_code = -1;
     snprintf(p->devices, sizeof p->devices, "%s", devices);
-    int rc = gx_proc_start(&spec, &p->proc, err);
+    if (boxed) {
+        p->sandboxed = 1;
+        p->uid = br.uid;
+        p->memory_limit = br.memory_bytes;
+        snprintf(p->cgroup, sizeof p->cgroup, "%s", br.cgroup);
+    }
+    int rc = gx_proc_start_contained(&spec, boxed ? &box : NULL, &p->proc, err);
     gx_podspec_free_vec(argv);
     gx_podspec_free_vec(envp);
+    if (boxed) gx_sandbox_free_argv(br.argv);
+    if (rc && boxed) box_cleanup(d, p);
     if (rc) { /* the shim could not be started (not the command: see pod_exited) */
         p->finished_ms = p->started_ms;
         p->exit_code = 127;
@@ -328,7 +418,7 @@ static void stop_pods(gx_daemon *d, gx_wl *w)
     int any = 0;
     for (size_t i = 0; i < w->npods; i++)
         if (w->pods[i].alive) {
-            gx_proc_signal(&w->pods[i].proc, w->ps.grace_ms ? SIGTERM : SIGKILL);
+            signal_pod(d, &w->pods[i], w->ps.grace_ms ? SIGTERM : SIGKILL);
             any = 1;
         }
     w->retry_at = 0;
@@ -475,6 +565,43 @@ static void on_pod_fd(gx_loop *l, int fd, uint32_t ev, void *ud)
     gx_http_wake_streams(d->http);
 }
 
+/* A pod's end, in Kubernetes' words: OOMKilled when the memory cgroup's OOM killer
+ * struck (and the pod did not succeed), else Completed or Error. In the sandbox a signal
+ * reaches the shim as bwrap's exit code 128+N, the way a shell reports it; it is read
+ * back as the signal. The cgroup is emptied and removed. */
+static void box_settle(gx_daemon *d, gx_pod *p)
+{
+    if (p->sandboxed) {
+        if (p->exit_code > 128 && p->exit_code <= 128 + 64 && !p->signal_no) p->signal_no = p->exit_code - 128;
+        if (p->exit_code && gx_cgroup_oom_kills(gx_podbox_cgroups(d->box), p->cgroup) > 0) {
+            snprintf(p->reason, sizeof p->reason, "OOMKilled");
+            p->exit_code = 137;
+            p->signal_no = SIGKILL;
+        }
+        box_cleanup(d, p);
+    }
+    if (!p->reason[0]) snprintf(p->reason, sizeof p->reason, "%s", p->exit_code == 0 ? "Completed" : "Error");
+}
+
+/* The last non-empty line of pod `index`'s log (at most n-1 bytes of it). */
+static void log_tail(gx_daemon *d, const gx_wl *w, int index, char *out, size_t n)
+{
+    char path[PATH_MAX];
+    snprintf(out, n, "see the pod's log");
+    gx_d_log_path(d, w->key, index, path, sizeof path);
+    FILE *f = fopen(path, "re");
+    if (!f) return;
+    char buf[4096];
+    if (fseek(f, -(long)(sizeof buf - 1), SEEK_END)) rewind(f);
+    size_t k = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[k] = 0;
+    while (k && (buf[k - 1] == '\n' || buf[k - 1] == ' ')) buf[--k] = 0;
+    char *line = strrchr(buf, '\n');
+    line = line ? line + 1 : buf;
+    if (*line) snprintf(out, n, "%.*s", (int)(n - 1), line);
+}
+
 static int is_current(gx_daemon *d, gx_wl *w, const gx_pod *p)
 {
     if (p->gen != w->gen || w->stopping) return 0;
@@ -492,12 +619,14 @@ static void pod_exited(gx_daemon *d, gx_wl *w, gx_pod *p)
     exit_path(d, w, p->gen, p->index, ep, sizeof ep);
     p->alive = 0;
     p->finished_ms = now;
-    int start_errno = gx_proc_start_error(&p->proc);
+    int sandbox_up = 0;
+    int start_errno = gx_proc_start_outcome(&p->proc, &sandbox_up);
     gx_proc_close(&p->proc);
     if (gx_proc_read_status(ep, &p->exit_code, &p->signal_no)) {
         p->exit_code = 137; /* the shim itself was killed: only SIGKILL does that */
         p->signal_no = SIGKILL;
     }
+    box_settle(d, p);
     d->dirty = 1;
     if (!is_current(d, w, p)) {
         if (!alive_pods(w, 0)) { w->stopping = 0; w->kill_at = 0; }
@@ -505,6 +634,14 @@ static void pod_exited(gx_daemon *d, gx_wl *w, gx_pod *p)
     }
     gx_err e;
     gx_err_clear(&e);
+    if (p->sandboxed && sandbox_up == 0 && !start_errno && !p->signal_no) {
+        /* bwrap gave up before the pod's command ran: its reason is the log's last line */
+        char why[400], tail[300];
+        log_tail(d, w, p->index, tail, sizeof tail);
+        snprintf(why, sizeof why, "the pod sandbox could not be set up: %s", tail);
+        fail_job(d, w, why);
+        return;
+    }
     if (start_errno) {
         /* the command cannot be run at all: retrying cannot help */
         const json_t *cmd = json_array_get(json_object_get(w->ps.container, "command"), 0);
@@ -527,7 +664,11 @@ static void pod_exited(gx_daemon *d, gx_wl *w, gx_pod *p)
         return;
     }
     w->failures++;
-    if (p->signal_no) set_note(w, "pod %d was killed by signal %d", p->index, p->signal_no);
+    if (!strcmp(p->reason, "OOMKilled")) {
+        char lim[32];
+        set_note(w, "pod %d was OOMKilled (memory limit %s)", p->index,
+                 gx_quantity_format(p->memory_limit * 1000, lim, sizeof lim));
+    } else if (p->signal_no) set_note(w, "pod %d was killed by signal %d", p->index, p->signal_no);
     else set_note(w, "pod %d exited with code %d", p->index, p->exit_code);
     if (w->failures > w->ps.backoff_limit) {
         char msg[300];
@@ -582,9 +723,14 @@ static void timed_work(gx_daemon *d, int64_t now)
             }
         }
         if (w->stopping && w->kill_at && w->kill_at <= now) {
+            int boxed = 0;
             for (size_t i = 0; i < w->npods; i++)
-                if (w->pods[i].alive) gx_proc_signal(&w->pods[i].proc, SIGKILL);
-            w->kill_at = 0;
+                if (w->pods[i].alive) {
+                    signal_pod(d, &w->pods[i], SIGKILL);
+                    boxed |= w->pods[i].sandboxed;
+                }
+            /* a cgroup kill can race a fork: again each second until the shims report the end */
+            w->kill_at = boxed ? now + 1000 : 0;
             changed = 1;
         }
         if (w->retry_at && w->retry_at <= now) { restart_failed(d, w); changed = 1; }
@@ -646,6 +792,12 @@ static void apply_actions(gx_daemon *d, const gx_action *acts, size_t n)
 int64_t gx_d_tick(gx_daemon *d)
 {
     int64_t now = gx_loop_now(d->loop);
+    static int64_t next_release;
+    static int unreleased;
+    if (now >= next_release) {   /* cgroups of ended pods that could not go at once */
+        next_release = now + 1000;
+        unreleased = gx_podbox_tick(d->box);
+    }
     if (d->next_timer_check && d->next_timer_check <= now) timed_work(d, now);
     if (d->dirty || (d->engine_wake && d->engine_wake <= now)) {
         d->dirty = 0;
@@ -667,6 +819,7 @@ int64_t gx_d_tick(gx_daemon *d)
         int64_t t = d->next_timer_check > now ? d->next_timer_check - now : 0;
         if (sleep < 0 || t < sleep) sleep = t;
     }
+    if (unreleased && (sleep < 0 || sleep > 1000)) sleep = 1000;
     return sleep;
 }
 
@@ -681,6 +834,10 @@ int gx_d_submit(gx_daemon *d, const json_t *manifest, const char *unused, json_t
                        "delete finished ones first", d->wls.n);
     gx_wl *w = wl_new(manifest, err);
     if (!w) return -1;
+    if (gx_podbox_check_mounts(&d->cfg.run, w->ns, &w->ps, err)) {
+        wl_free(d, w);
+        return -1;
+    }
     if (wl_get(d, w->key)) {
         gx_errf(err, 409, "metadata.name", "workload %s already exists", w->key);
         wl_free(d, w);
@@ -732,6 +889,7 @@ int gx_d_delete(gx_daemon *d, const char *key, gx_err *err)
     if (!ended) return gx_errf(err, 409, "", "workload %s is %s; cancel it first", key, state ? state : "active");
     if (gx_store_delete_workload(d->store, w->ns, w->name, err)) return -1;
     gx_err e2;
+    if (gx_podbox_remove_work(d->box, w->ns, w->name, &e2)) fprintf(stderr, "gpuaas: %s\n", e2.msg);
     gx_engine_remove(d->eng, key, &e2);
     gx_strmap_del(&d->wls, key);
     wl_free(d, w);
@@ -814,7 +972,10 @@ static void add_phase(gx_daemon *d, json_t *v)
             json_object_set_new(po, "finishedAt", json_string(t2));
             json_object_set_new(po, "exitCode", json_integer(p->exit_code));
             if (p->signal_no) json_object_set_new(po, "signal", json_integer(p->signal_no));
+            if (p->reason[0]) json_object_set_new(po, "reason", json_string(p->reason));
         }
+        if (p->sandboxed) json_object_set_new(po, "runAsUser", json_integer((json_int_t)p->uid));
+        if (p->memory_limit) json_object_set_new(po, "memoryLimitBytes", json_integer(p->memory_limit));
         json_array_append_new(pods, po);
     }
     json_object_set_new(v, "pods", pods);
@@ -860,6 +1021,9 @@ static void recover_processes(gx_daemon *d, gx_wl *w)
             p->watch = NULL;
             watch_pod(d, w, p);
         } else {
+            /* its shim is gone without a record: whatever of it still runs in its cgroup
+             * is stopped, so that the requeued run can never overlap it */
+            box_cleanup(d, p);
             p->alive = 0;
             p->finished_ms = now;
             p->exit_code = -1;

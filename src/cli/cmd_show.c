@@ -114,8 +114,8 @@ static void pods(const json_t *w, int64_t now)
 {
     const json_t *ps = json_object_get(w, "pods");
     if (!json_array_size(ps) && !json_array_size(json_object_get(w, "placement"))) return;
-    static const char *const h[] = {"POD", "STATE", "PID", "EXIT", "STARTED", "FINISHED", "NODE", "DEVICES"};
-    gx_cli_table *t = gx_cli_table_new(8, h);
+    static const char *const h[] = {"POD", "STATE", "REASON", "PID", "EXIT", "STARTED", "FINISHED", "NODE", "DEVICES"};
+    gx_cli_table *t = gx_cli_table_new(9, h);
     if (!t) return;
     size_t i;
     const json_t *p;
@@ -130,7 +130,7 @@ static void pods(const json_t *w, int64_t now)
          * when the workload ends). */
         if (rows == ps && *gx_cli_jstr_or(p, "devices", "")) snprintf(dev, sizeof dev, "%s", gx_cli_jstr_or(p, "devices", ""));
         const char *cells[] = {gx_cli_jnum(p, rows == ps ? "index" : "pod", ix, sizeof ix),
-                               rows == ps ? gx_cli_jstr(p, "state") : "NotStarted",
+                               rows == ps ? gx_cli_jstr(p, "state") : "NotStarted", gx_cli_jstr(p, "reason"),
                                gx_cli_jnum(p, "pid", pid, sizeof pid), gx_cli_jnum(p, "exitCode", ex, sizeof ex),
                                gx_cli_fmt_since(gx_cli_jstr(p, "startedAt"), now, st, sizeof st),
                                gx_cli_fmt_since(gx_cli_jstr(p, "finishedAt"), now, fin, sizeof fin), node, dev};

@@ -265,6 +265,28 @@ static void devices(gx_portal_buf *b, const json_t *w)
     gx_portal_put(b, "</tbody></table>");
 }
 
+/* The pods that ran, with how each ended in Kubernetes' words (Completed, Error,
+ * OOMKilled): a Job that failed says why without opening its log. */
+static void pods(gx_portal_buf *b, const json_t *w)
+{
+    const json_t *ps = json_object_get(w, "pods");
+    if (!json_array_size(ps)) return;
+    gx_portal_put(b, "<h2>Pods</h2><table class=\"list\"><thead><tr><th scope=\"col\">Pod</th><th scope=\"col\">State</th>"
+                     "<th scope=\"col\">Reason</th><th scope=\"col\">Exit code</th></tr></thead><tbody>");
+    size_t i;
+    const json_t *p;
+    json_array_foreach(ps, i, p) {
+        const json_t *ex = json_object_get(p, "exitCode");
+        char code[24] = "—";
+        if (json_is_integer(ex)) snprintf(code, sizeof code, "%lld", (long long)json_integer_value(ex));
+        gx_portal_putf(b, "<tr><td>%lld</td><td>%H</td><td>%H</td><td>%H</td></tr>",
+                       (long long)json_integer_value(json_object_get(p, "index")),
+                       json_string_value(json_object_get(p, "state")),
+                       json_string_value(json_object_get(p, "reason")) ?: "", code);
+    }
+    gx_portal_put(b, "</tbody></table>");
+}
+
 static void status_section(gx_portal_ctx *c, gx_portal_buf *b, const json_t *w)
 {
     const char *state = json_string_value(json_object_get(w, "state")) ?: "";
@@ -285,6 +307,7 @@ static void status_section(gx_portal_ctx *c, gx_portal_buf *b, const json_t *w)
                    json_string_value(json_object_get(w, "image")), l >= 0 ? left : "—");
     timeline(b, w);
     devices(b, w);
+    pods(b, w);
     gx_portal_put(b, "</section>");
 }
 

@@ -5,6 +5,7 @@
  * command always goes through "SHIM --as UID GID --cwd DIR --", never straight after
  * bwrap's "--".
  * Must not: start pods (run/proc.c does), choose uids or device nodes (the caller does). */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -112,11 +113,53 @@ static void push_bind(strvec *a, const char *how, const char *src, const char *d
     push3(a, how, src, dst);
 }
 
+/* One entry of the root: "name" bound read-only, "name->target" a link made again. */
+static void push_root_entry(strvec *a, const char *e)
+{
+    const char *arrow = strstr(e, "->");
+    char path[300];
+    if (snprintf(path, sizeof path, "/%.*s", arrow ? (int)(arrow - e) : (int)strlen(e), e) >= (int)sizeof path) return;
+    if (arrow) push3(a, "--symlink", arrow + 2, path);
+    else push3(a, "--ro-bind", path, path);
+}
+
+/* The host's / as root entries (sandbox.h): everything but ".", "..", dev, proc and tmp,
+ * which the sandbox makes its own. Read once per pod: cheap, and a folder an admin adds
+ * at / (a new mount of shared storage) is seen by the next pod. */
+static void push_host_root(strvec *a)
+{
+    DIR *dir = opendir("/");
+    if (!dir) { push3(a, "--ro-bind", "/", "/"); return; } /* cannot happen; the old way */
+    struct dirent *de;
+    while ((de = readdir(dir))) {
+        const char *n = de->d_name;
+        if (!strcmp(n, ".") || !strcmp(n, "..") || !strcmp(n, "dev") || !strcmp(n, "proc") || !strcmp(n, "tmp") ||
+            strlen(n) > 255)
+            continue;
+        char path[300], target[4096];
+        snprintf(path, sizeof path, "/%s", n);
+        struct stat st;
+        if (lstat(path, &st) < 0) continue;
+        if (S_ISLNK(st.st_mode)) {
+            ssize_t k = readlink(path, target, sizeof target - 1);
+            if (k <= 0) continue;
+            target[k] = 0;
+            push3(a, "--symlink", target, path);
+        } else if (S_ISDIR(st.st_mode) || S_ISREG(st.st_mode)) {
+            push3(a, "--ro-bind", path, path);
+        }
+    }
+    closedir(dir);
+}
+
 /* The file system, in sandbox.h's order. /tmp and /dev/shm get mode 1777: bwrap makes a
  * tmpfs root's 0755, which the pod's uid could not write. */
 static void push_mounts(strvec *a, const gx_sandbox_spec *s, int bind_work)
 {
-    push3(a, "--ro-bind", "/", "/");
+    if (s->root_entries)
+        for (size_t i = 0; s->root_entries[i]; i++) push_root_entry(a, s->root_entries[i]);
+    else
+        push_host_root(a);
     push2(a, "--dev", "/dev");
     push2(a, "--perms", "1777");
     push(a, "--size");
@@ -135,6 +178,7 @@ static void push_mounts(strvec *a, const gx_sandbox_spec *s, int bind_work)
         const gx_sandbox_mount *m = &s->mounts[i];
         push_bind(a, kind[m->kind], m->src, m->dst);
     }
+    push2(a, "--remount-ro", "/");
 }
 
 /* Namespaces, session, capabilities, then the shim that switches identity inside and

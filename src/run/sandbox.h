@@ -6,7 +6,11 @@
  * Must not: start the pod (run/proc.c does), pick uids or device nodes (the caller does).
  *
  * The sandbox, in bwrap's order:
- *   --ro-bind / /                 the host, read-only
+ *   --ro-bind /E /E  (each entry E of the host's /, but dev, proc and tmp; a symbolic
+ *                                 link such as /bin -> usr/bin is made again) the host,
+ *                                 read-only. Entries, not / itself: the root stays a tmpfs
+ *                                 in which bwrap can still make mount points (mountPath
+ *                                 /data), and is made read-only at the end
  *   --dev /dev                    a minimal /dev (null, zero, random, tty, pts...)
  *   --perms 1777 --size N --tmpfs /dev/shm   shared memory (NCCL, DataLoader); bwrap's own
  *                                 /dev/shm is root's 0755, which the pod could not write
@@ -15,6 +19,7 @@
  *   --tmpfs H  (each hide[])      empty over the data directory and other private places
  *   --bind W W                    its own working folder, read-write, at the same path
  *   mounts[]                      device nodes (--dev-bind), hostPath volumes, MPS pipes
+ *   --remount-ro /                the root tmpfs, read-only
  *       each bind preceded by "--perms 0755 --dir A" for every ancestor A of its
  *       destination: bwrap would make missing ones root's 0700, closed to the pod; the
  *       destination must not pass through a symlink (bwrap cannot follow one there)
@@ -57,6 +62,9 @@ typedef struct gx_sandbox_spec {
     const gx_sandbox_mount *mounts;
     size_t nmounts;
     char *const *argv;               /* the command, NULL-terminated */
+    /* The host's root as entries: "usr" (bound read-only) or "bin->usr/bin" (a link made
+     * again), NULL-terminated; NULL reads the host's / (tests give a fixed list). */
+    const char *const *root_entries;
 } gx_sandbox_spec;
 
 /* The full argv (argv[0] is bwrap's path), NULL-terminated, every string malloc'd: free

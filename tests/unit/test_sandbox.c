@@ -44,12 +44,14 @@ static const gx_sandbox_mount mounts3[] = {
     {"/tmp/nvidia-mps", "/tmp/nvidia-mps", GX_MOUNT_RW},
 };
 
+static const char *root3[] = {"bin->usr/bin", "etc", "usr", NULL};
+
 static gx_sandbox_spec full_spec(void)
 {
     return (gx_sandbox_spec){.bwrap = "/usr/bin/bwrap", .shim = "/opt/gpuaas/gpuaas-shim", .uid = 200001,
                              .gid = 200002, .work_dir = "/var/lib/gpuaas/run/p0", .cwd = "/var/lib/gpuaas/run/p0/src",
                              .hostname = "train-0", .hide = hide2, .tmp_bytes = 1048576, .mounts = mounts3,
-                             .nmounts = 3, .argv = cmd2};
+                             .nmounts = 3, .argv = cmd2, .root_entries = root3};
 }
 
 Test(sandbox, argv_in_the_documented_order)
@@ -58,7 +60,8 @@ Test(sandbox, argv_in_the_documented_order)
     gx_err e;
     char **av = gx_sandbox_argv(&s, &e);
     cr_assert_not_null(av, "%s", e.msg);
-    const char *want[] = {"/usr/bin/bwrap", "--ro-bind", "/", "/", "--dev", "/dev",
+    const char *want[] = {"/usr/bin/bwrap", "--symlink", "usr/bin", "/bin", "--ro-bind", "/etc", "/etc",
+        "--ro-bind", "/usr", "/usr", "--dev", "/dev",
         "--perms", "1777", "--size", "1048576", "--tmpfs", "/dev/shm", "--proc", "/proc",
         "--perms", "1777", "--size", "1048576", "--tmpfs", "/tmp",
         "--tmpfs", "/var/lib/gpuaas", "--tmpfs", "/root",
@@ -68,7 +71,7 @@ Test(sandbox, argv_in_the_documented_order)
         "--perms", "0755", "--dir", "/dev", "--dev-bind", "/dev/nvidia0", "/dev/nvidia0",
         "--ro-bind", "/data/set", "/data",
         "--perms", "0755", "--dir", "/tmp", "--bind", "/tmp/nvidia-mps", "/tmp/nvidia-mps",
-        "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--hostname", "train-0",
+        "--remount-ro", "/", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--hostname", "train-0",
         "--new-session", "--die-with-parent",
         "--cap-drop", "ALL", "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID", "--cap-add", "CAP_SETPCAP",
         "--chdir", "/", "--", "/opt/gpuaas/gpuaas-shim", "--as", "200001", "200002",
