@@ -58,6 +58,7 @@ listen: 127.0.0.1:0
 dataDir: $TMP/data
 inventory: {source: nvml, nvmlLibrary: $FAKE, nodes: $TMP/node.yaml, devicePlugin: $TMP/mps.yaml}
 manifests: [$TMP/queues.yaml]
+$(RUN_EXTRA="namespaces: {lab: {hostPaths: [$SHARED]}}" run_section)
 YAML
 mkdir -p "$TMP/data"
 mode_of() { cat "$FAKE_NVML_STATE/compute-mode-$1" 2>/dev/null || echo 0; }
@@ -73,19 +74,21 @@ expect_eq "the L4 (exclusive, no MPS) is not touched" "$(mode_of 1)" 0
 expect_eq "the original mode is recorded under the data dir" "$(cat "$REC" 2>/dev/null)" 2
 
 # --- a replica does not wait for another replica's stopping process; the pod gets MPS
-GRACE=30 job a lab q 1 "trap 'for i in \$(seq 1 100); do [ -e $TMP/b-started ] && { echo overlap > $TMP/a-result; exit 0; }; sleep 0.1; done; echo waited > $TMP/a-result; exit 0' TERM; touch $TMP/a-started; while :; do sleep 0.1; done" \
-  > "$TMP/a.yaml"
+# the two pods meet in $SHARED, a host folder namespace lab may mount (the host, $TMP
+# included, is read-only in their sandboxes)
+GRACE=30 job a lab q 1 "trap 'for i in \$(seq 1 100); do [ -e $SHARED/b-started ] && { echo overlap > $SHARED/a-result; exit 0; }; sleep 0.1; done; echo waited > $SHARED/a-result; exit 0' TERM; touch $SHARED/a-started; while :; do sleep 0.1; done" \
+  "" "$(hostpath_volume)" > "$TMP/a.yaml"
 "$G" submit -f "$TMP/a.yaml" >/dev/null
 check "job a runs on an MPS replica" wait_phase lab/a Running 10
-for _ in $(seq 1 50); do [[ -e "$TMP/a-started" ]] && break; sleep 0.1; done
+for _ in $(seq 1 50); do [[ -e "$SHARED/a-started" ]] && break; sleep 0.1; done
 "$G" cancel lab/a >/dev/null 2>&1 || api DELETE /api/v1/workloads/lab/a >/dev/null
-job b lab q 1 "env > $TMP/b.env; touch $TMP/b-started; sleep 1" > "$TMP/b.yaml"
+job b lab q 1 "env > $SHARED/b.env; touch $SHARED/b-started; sleep 1" "" "$(hostpath_volume)" > "$TMP/b.yaml"
 "$G" submit -f "$TMP/b.yaml" >/dev/null
 check "job b succeeds" wait_phase lab/b Succeeded 20
-for _ in $(seq 1 100); do [[ -s "$TMP/a-result" ]] && break; sleep 0.1; done
-expect_eq "b started while a was still stopping (its own replica was free)" "$(cat "$TMP/a-result" 2>/dev/null)" overlap
-expect_match "b is an MPS client (extra_env from gpu/podenv)" "$(cat "$TMP/b.env" 2>/dev/null)" "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=50"
-expect_match "on GPU 0" "$(cat "$TMP/b.env" 2>/dev/null)" "CUDA_VISIBLE_DEVICES=$H100"
+for _ in $(seq 1 100); do [[ -s "$SHARED/a-result" ]] && break; sleep 0.1; done
+expect_eq "b started while a was still stopping (its own replica was free)" "$(cat "$SHARED/a-result" 2>/dev/null)" overlap
+expect_match "b is an MPS client (extra_env from gpu/podenv)" "$(cat "$SHARED/b.env" 2>/dev/null)" "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=50"
+expect_match "on GPU 0" "$(cat "$SHARED/b.env" 2>/dev/null)" "CUDA_VISIBLE_DEVICES=$H100"
 
 # --- crash: the next start keeps the record of the original; a clean stop restores it
 crash_daemon

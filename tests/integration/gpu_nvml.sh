@@ -74,6 +74,7 @@ inventory:
   nodes: $TMP/node.yaml
   devicePlugin: $TMP/ts.yaml
 manifests: [$TMP/queues.yaml]
+$(run_section)
 YAML
   mkdir -p "$TMP/data"
   echo "$TMP/$1.yaml"

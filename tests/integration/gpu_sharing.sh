@@ -24,6 +24,7 @@ inventory:
     configs: {time-slicing-4: $EX/time-slicing.yaml, mps-4: $dp}
   migConfig: $EX/mig-parted.yaml
 manifests: [$EX/queues.yaml]
+$(run_section)
 YAML
   echo "$TMP/$1.yaml"
 }
@@ -82,7 +83,7 @@ expect_match "gpus table shows replicas" "$tbl" "mps-node .* mps +0/4 replicas"
 
 # --- MPS: four clients with 25 % and 10 GiB each; the fifth waits with a reason
 for i in 1 2 3 4 5; do
-  sjob "mps-$i" '{cpu: "1", nvidia.com/gpu: "1"}' mps-node "env > $TMP/mps-$i.env; sleep 6" > "$TMP/mps-$i.yaml"
+  sjob "mps-$i" '{cpu: "1", nvidia.com/gpu: "1"}' mps-node "env; sleep 6" > "$TMP/mps-$i.yaml"
   "$G" submit -f "$TMP/mps-$i.yaml" >/dev/null
 done
 check "MPS client 1 runs" wait_phase team-a/mps-1 Running 10
@@ -90,8 +91,8 @@ check "MPS client 4 runs" wait_phase team-a/mps-4 Running 10
 sleep 0.5
 expect_eq "the fifth MPS client waits" "$(wl_field team-a/mps-5 .phase)" Pending
 expect_match "because no replica is free" "$(wl_field team-a/mps-5 .message)" "quota fits but no GPU fits: .*nvidia.com/gpu"
-for _ in $(seq 1 30); do [[ -s "$TMP/mps-1.env" ]] && break; sleep 0.1; done
-env1=$(cat "$TMP/mps-1.env" 2>/dev/null)
+for _ in $(seq 1 30); do [[ -s "$TMP/data/logs/team-a/mps-1/pod-0.log" ]] && break; sleep 0.1; done
+env1=$(cat "$TMP/data/logs/team-a/mps-1/pod-0.log" 2>/dev/null)
 expect_match "MPS pipe directory in the pod" "$env1" "CUDA_MPS_PIPE_DIRECTORY=$TMP/data/mps/GPU-[0-9a-f-]+/pipe"
 expect_match "MPS thread percentage 100/4" "$env1" "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=25"
 expect_match "MPS pinned memory 1/4 of 40 GiB" "$env1" "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT=0=10240M"
@@ -107,19 +108,19 @@ expect_match "still four replicas in use" "$("$G" gpus)" "mps-node .* mps +4/4 r
 expect_eq "the fifth still waits" "$(wl_field team-a/mps-5 .phase)" Pending
 
 # --- MIG: the pod gets its MIG device's UUID
-sjob mig-1 '{cpu: "1", nvidia.com/mig-3g.40gb: "1"}' mig-node "env > $TMP/mig-1.env; sleep 8" > "$TMP/mig-1.yaml"
+sjob mig-1 '{cpu: "1", nvidia.com/mig-3g.40gb: "1"}' mig-node "env; sleep 8" > "$TMP/mig-1.yaml"
 "$G" submit -f "$TMP/mig-1.yaml" >/dev/null
 check "MIG job runs" wait_phase team-a/mig-1 Running 10
-for _ in $(seq 1 30); do [[ -s "$TMP/mig-1.env" ]] && break; sleep 0.1; done
+for _ in $(seq 1 30); do [[ -s "$TMP/data/logs/team-a/mig-1/pod-0.log" ]] && break; sleep 0.1; done
 mig3=$(jq -r '.items[] | select(.mode=="mig") | .migDevices[] | select(.profile=="3g.40gb") | .uuid' <<<"$gj")
-expect_match "CUDA_VISIBLE_DEVICES is the 3g.40gb MIG UUID" "$(cat "$TMP/mig-1.env" 2>/dev/null)" "CUDA_VISIBLE_DEVICES=$mig3"
+expect_match "CUDA_VISIBLE_DEVICES is the 3g.40gb MIG UUID" "$(cat "$TMP/data/logs/team-a/mig-1/pod-0.log" 2>/dev/null)" "CUDA_VISIBLE_DEVICES=$mig3"
 r=$(api POST /api/v1/gpus/mig -d '{"config":"all-1g.10gb","node":"mig-node"}')
 expect_eq "MIG re-layout of a busy GPU is refused" "$(status_of "$r")" 409
 expect_match "naming who uses it" "$(body_of "$r")" "team-a/mig-1"
 
 # --- fractional: HAMi names, bin-packed, limits in the environment
 sjob frac-1 '{cpu: "1", nvidia.com/gpu: "1", nvidia.com/gpumem: "20480", nvidia.com/gpucores: "30"}' fractional-node \
-  "env > $TMP/frac-1.env; sleep 3" > "$TMP/frac-1.yaml"
+  "env; sleep 3" > "$TMP/frac-1.yaml"
 sjob frac-2 '{cpu: "1", nvidia.com/gpu: "1", nvidia.com/gpumem: "90000", nvidia.com/gpucores: "10"}' fractional-node \
   "true" > "$TMP/frac-2.yaml"
 "$G" submit -f "$TMP/frac-1.yaml" >/dev/null
@@ -128,8 +129,8 @@ check "vGPU job runs" wait_phase team-a/frac-1 Running 10
 sleep 0.3
 expect_eq "a vGPU larger than any GPU waits" "$(wl_field team-a/frac-2 .phase)" Pending
 expect_match "with the reason" "$(wl_field team-a/frac-2 .message)" "no fractional GPU has 90000 MiB"
-for _ in $(seq 1 30); do [[ -s "$TMP/frac-1.env" ]] && break; sleep 0.1; done
-fenv=$(cat "$TMP/frac-1.env" 2>/dev/null)
+for _ in $(seq 1 30); do [[ -s "$TMP/data/logs/team-a/frac-1/pod-0.log" ]] && break; sleep 0.1; done
+fenv=$(cat "$TMP/data/logs/team-a/frac-1/pod-0.log" 2>/dev/null)
 expect_match "HAMi memory limit" "$fenv" "CUDA_DEVICE_MEMORY_LIMIT_0=20480m"
 expect_match "HAMi SM limit" "$fenv" "CUDA_DEVICE_SM_LIMIT=30"
 expect_match "MPS enforces the vGPU's cores" "$fenv" "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=30"

@@ -13,6 +13,31 @@ PASSES=0
 TMP=$(mktemp -d /tmp/gpuaas-it.XXXXXX)
 DAEMON_PID=""
 
+# Pods run in the sandbox (docs/security.md), as CI does: it runs as root. Each test file
+# gets cgroups of its own (removed by finish); RUN_EXTRA adds settings to the run: section
+# ("namespaces: {lab: {hostPaths: [/x]}}"). Without root the sandbox cannot switch uids:
+# the tests then say so and run pods unsandboxed, never silently.
+CG_PARENT=gpuaas-it-${TMP##*.}
+if [[ $(id -u) -ne 0 ]]; then
+  echo "NOTE: not root: pods run unsandboxed (run.sandbox: none); CI runs these tests as root, sandboxed"
+fi
+run_section() {
+  if [[ $(id -u) -eq 0 ]]; then
+    echo "run: {cgroupParent: $CG_PARENT${RUN_EXTRA:+, $RUN_EXTRA}}"
+  else
+    echo "run: {sandbox: none${RUN_EXTRA:+, $RUN_EXTRA}}"
+  fi
+}
+# A folder pods of the test may write to (allow it with RUN_EXTRA hostPaths and mount it
+# with hostpath_volume): the host is read-only inside the sandbox, and so is $TMP.
+SHARED=$TMP/shared
+mkdir -p "$SHARED" && chmod 1777 "$SHARED"
+# hostpath_volume: the lines that mount $SHARED at the same path in a job() (pass as the
+# 7th argument of job)
+hostpath_volume() {
+  printf '      volumes:\n      - name: shared\n        hostPath: {path: %s}\n' "$SHARED"
+}
+
 ok()   { echo "ok $*"; PASSES=$((PASSES + 1)); }
 fail() { echo "FAIL $*"; FAILS=$((FAILS + 1)); }
 # check NAME CMD...: ok when CMD succeeds
@@ -33,6 +58,7 @@ write_config() {
     echo "inventory: {source: simulated, nodes: $node}"
     if (($#)); then echo "manifests:"; for m in "$@"; do echo "- $m"; done; fi
     echo "limits: {maxBodyBytes: ${MAX_BODY:-65536}}"
+    run_section
   } > "$cfg"
   echo "$cfg"
 }
@@ -93,9 +119,12 @@ wait_phase() {
   return 1
 }
 
-# job NAME NS QUEUE GPUS SCRIPT [EXTRA LABEL LINES] : a batch/v1 Job on stdout
+# job NAME NS QUEUE GPUS SCRIPT [EXTRA LABEL LINES] [POD SPEC LINES] : a batch/v1 Job on
+# stdout; POD SPEC LINES (e.g. "$(hostpath_volume)") go under spec.template.spec, and when
+# they declare the volume "shared" the container mounts it at $SHARED.
 job() {
-  local name=$1 ns=$2 queue=$3 gpus=$4 script=$5 labels=${6:-}
+  local name=$1 ns=$2 queue=$3 gpus=$4 script=$5 labels=${6:-} podlines=${7:-} mounts=""
+  [[ "$podlines" == *"name: shared"* ]] && mounts="        volumeMounts: [{name: shared, mountPath: $SHARED}]"
   cat <<YAML
 apiVersion: batch/v1
 kind: Job
@@ -110,10 +139,12 @@ spec:
   template:
     spec:
       terminationGracePeriodSeconds: ${GRACE:-2}
+$podlines
       containers:
       - name: main
         image: busybox
         command: ["sh", "-c", $(jq -Rn --arg s "$script" '$s')]
+$mounts
         resources:
           requests:
             cpu: "1"
@@ -137,6 +168,19 @@ start_fake() {
   return 1
 }
 
+# The test's cgroups (every hierarchy), once their processes are gone.
+remove_cgroups() {
+  local d
+  for d in /sys/fs/cgroup/*/"$CG_PARENT" /sys/fs/cgroup/"$CG_PARENT"; do
+    [[ -d "$d" ]] || continue
+    for _ in 1 2 3 4 5 6 7 8 9 10; do
+      find "$d" -depth -type d -exec rmdir {} + 2>/dev/null
+      [[ -d "$d" ]] || break
+      sleep 0.1
+    done
+  done
+}
+
 finish() {
   stop_daemon
   if ((FAILS > 0)) && [[ -f "$TMP/serve.log" ]]; then
@@ -144,6 +188,7 @@ finish() {
   fi
   # stop anything a test left running (the shims live in their own sessions)
   pkill -f "$TMP" 2>/dev/null || true
+  remove_cgroups
   rm -rf "$TMP"
   echo "$PASSES passed, $FAILS failed"
   ((FAILS == 0))

@@ -241,13 +241,13 @@ spec:
   workload:
     namespace: team-a
     queue: main
-    command: ["/bin/sh", "-c", "echo 'share={share} model={model} port={port}' >$TMP/share.txt; exec $FAKE_OPENAI --port {port} --model {model}"]
+    command: ["/bin/sh", "-c", "echo 'share={share} model={model} port={port}'; exec $FAKE_OPENAI --port {port} --model {model}"]
     resources: {cpu: "1", nvidia.com/gpu: 1}
 YAML
 check "apply a workload Model whose command uses {share}" "$G" apply -f "$TMP/wl.yaml"
 check "its server starts and becomes Ready" within 30 is 'model shared .state' Ready
 port=$(model shared '.replicaStatus[0].url' | sed 's/.*://')
-expect_eq "{share}, {model} and {port} are substituted" "$(cat "$TMP/share.txt" 2>/dev/null)" "share=1 model=shared-model port=$port"
+expect_eq "{share}, {model} and {port} are substituted" "$(grep -h '^share=' "$TMP"/data/logs/team-a/maas-shared-0/pod-*.log 2>/dev/null | head -1)" "share=1 model=shared-model port=$port"
 expect_eq "...and it serves" "$(status_of "$(v1 "$OPEN" chat/completions -d "$(chat shared-model 'FAST hi' 2)")")" 200
 check "delete it" api DELETE /api/v1/models/shared
 check "...its server stops (its Job is gone)" within 20 is 'status_of "$(api GET /api/v1/workloads/team-a/maas-shared-0)"' 404
