@@ -13,6 +13,7 @@
 #include "api/loop.h"
 #include "core/engine.h"
 #include "lib/strmap.h"
+#include "lib/wlkey.h"
 #include "run/podspec.h"
 #include "run/proc.h"
 #include "store/store.h"
@@ -32,8 +33,8 @@ typedef struct gx_pod {
 
 /* The daemon's side of one workload: its processes and their bookkeeping. */
 typedef struct gx_wl {
-    char key[256];
-    char ns[128], name[128];
+    gx_wlkey id;           /* namespace, name and "ns/name", length-checked (lib/wlkey.h) */
+    const char *key, *ns, *name;   /* id.key, id.ns and id.name, set once by wl_new */
     json_t *manifest;
     gx_podspec ps;         /* points into manifest */
     int gen;               /* admissions so far */

@@ -152,8 +152,12 @@ static void workload_routes(route_ctx *c)
     if (c->nseg < 5 || c->nseg > 6) { gx_resp_errorf(c->resp, 404, "no such path %s", c->req->path); return; }
     const char *ns = c->seg[3], *name = c->seg[4];
     if (need_ns(c, ns)) return;
-    char key[256];
-    snprintf(key, sizeof key, "%s/%s", ns, name);
+    gx_wlkey k;
+    if (gx_wlkey_make(&k, ns, name, &e)) { /* no workload can have this key: say why */
+        gx_resp_errorf(c->resp, 404, "no such workload: %s: %s", e.field, e.msg);
+        return;
+    }
+    const char *key = k.key;
     json_t *v = gx_d_view(c->d, key);
     if (!v) { gx_resp_errorf(c->resp, 404, "no workload %s", key); return; }
     if (c->nseg == 5) {

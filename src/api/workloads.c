@@ -25,7 +25,7 @@
 #define BACKOFF_BASE_MS 10000
 #define BACKOFF_MAX_MS 360000
 
-typedef struct watch_ctx { gx_daemon *d; char key[256]; int gen, index; } watch_ctx;
+typedef struct watch_ctx { gx_daemon *d; gx_wlkey key; int gen, index; } watch_ctx;
 
 static void on_pod_fd(gx_loop *l, int fd, uint32_t ev, void *ud);
 static void pod_exited(gx_daemon *d, gx_wl *w, gx_pod *p);
@@ -79,10 +79,10 @@ static gx_wl *wl_new(const json_t *manifest, gx_err *err)
     if (!w) abort();
     w->manifest = json_deep_copy(manifest);
     const json_t *md = json_object_get(w->manifest, "metadata");
-    snprintf(w->ns, sizeof w->ns, "%s", json_string_value(json_object_get(md, "namespace")) ?: "default");
-    snprintf(w->name, sizeof w->name, "%s", json_string_value(json_object_get(md, "name")) ?: "");
-    snprintf(w->key, sizeof w->key, "%s/%s", w->ns, w->name);
-    if (gx_podspec_read(w->manifest, &w->ps, err)) {
+    w->key = w->id.key; w->ns = w->id.ns; w->name = w->id.name;
+    if (gx_wlkey_make(&w->id, json_string_value(json_object_get(md, "namespace")) ?: "default",
+                      json_string_value(json_object_get(md, "name")), err) ||
+        gx_podspec_read(w->manifest, &w->ps, err)) {
         json_decref(w->manifest);
         free(w);
         return NULL;
@@ -203,7 +203,7 @@ static void watch_pod(gx_daemon *d, gx_wl *w, gx_pod *p)
     watch_ctx *c = malloc(sizeof *c);
     if (!c) abort();
     c->d = d;
-    snprintf(c->key, sizeof c->key, "%s", w->key);
+    c->key = w->id;
     c->gen = p->gen;
     c->index = p->index;
     if (gx_loop_watch(d->loop, p->proc.pidfd, EPOLLIN, on_pod_fd, c)) {
@@ -458,7 +458,7 @@ static void on_pod_fd(gx_loop *l, int fd, uint32_t ev, void *ud)
     (void)l; (void)ev;
     watch_ctx *c = ud;
     gx_daemon *d = c->d;
-    gx_wl *w = wl_get(d, c->key);
+    gx_wl *w = wl_get(d, c->key.key);
     gx_pod *p = NULL;
     for (size_t i = 0; w && i < w->npods; i++)
         if (w->pods[i].gen == c->gen && w->pods[i].index == c->index && w->pods[i].proc.pidfd == fd) p = &w->pods[i];

@@ -11,6 +11,7 @@
 #include "api/http.h"
 #include "lib/err.h"
 #include "lib/strmap.h"
+#include "lib/wlkey.h"
 #include "store/store.h"
 #include "maas/maas.h"
 #include "maas/body.h"
@@ -173,7 +174,7 @@ typedef struct gx_maas_replica {
     char *scraped;             /* the kept families (gx_maas_scrape_filter), NULL: none */
     int64_t scraped_at, next_scrape_ms;
     /* workload-backed */
-    char wl_key[256];
+    gx_wlkey wl;               /* its Job's key: namespace and "maas-MODEL-I" */
     int port;
     int wl_state;              /* 0 none, 1 submitted, 2 stopping (waiting to delete) */
     int64_t start_at;          /* restart after back-off */
