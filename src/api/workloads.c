@@ -20,6 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "api/daemon.h"
+#include "api/wlname.h"
 #include "gpu/runtime.h"
 
 #define BACKOFF_BASE_MS 10000
@@ -679,7 +680,9 @@ int gx_d_submit(gx_daemon *d, const json_t *manifest, const char *unused, json_t
     if (d->wls.n >= d->cfg.max_workloads)
         return gx_errf(err, 422, "", "the server holds %zu workloads, its limit (limits.maxWorkloads); "
                        "delete finished ones first", d->wls.n);
-    gx_wl *w = wl_new(manifest, err);
+    json_t *named = gx_d_name_workload(d, manifest, err);   /* Kubernetes' name rules, generateName */
+    gx_wl *w = named ? wl_new(named, err) : NULL;
+    json_decref(named);
     if (!w) return -1;
     if (wl_get(d, w->key)) {
         gx_errf(err, 409, "metadata.name", "workload %s already exists", w->key);

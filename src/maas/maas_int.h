@@ -19,6 +19,7 @@
 #define GX_MAAS_WIN 4          /* windows per kind (e.g. per minute and per day) */
 #define GX_MAAS_MAX_REPLICAS 16
 #define GX_MAAS_HASH 32
+#define GX_MAAS_MODEL_NAME_MAX 50   /* a Model's name: a DNS-1123 subdomain this long at most */
 
 /* ---- limits.c: windows, buckets, reservation ------------------------------------ */
 

@@ -82,7 +82,7 @@ static int validate_workload(const json_t *w, gx_err *err)
 }
 
 /* The Job of replica i of the workload-backed Model `model`: maas-MODEL-I in namespace
- * ns, refused (never cut) when that is no valid Job name (a DNS-1123 label). */
+ * ns. The Model's name must make valid Job names (DNS-1123 labels): refused, never cut. */
 static int replica_key(gx_wlkey *k, const char *ns, const char *model, int i, gx_err *err)
 {
     char job[GX_K8S_LABEL_MAX + 2], why[GX_K8S_PROBLEM_MAX];
@@ -98,8 +98,8 @@ static int replica_key(gx_wlkey *k, const char *ns, const char *model, int i, gx
 int gx_maas_model_validate(const json_t *doc, gx_err *err)
 {
     const char *name = json_string_value(json_object_get(json_object_get(doc, "metadata"), "name"));
-    if (!name || !gx_dns_label_ok(name) || strlen(name) > 50)
-        return gx_errf(err, 422, "metadata.name", "a Model needs a name (lower case, digits and -, at most 50)");
+    /* at most 50: what the gateway's tables and usage records hold */
+    if (gx_k8s_check_subdomain(name, GX_MAAS_MODEL_NAME_MAX, "metadata.name", err)) return -1;
     const json_t *spec = json_object_get(doc, "spec");
     if (!json_is_object(spec)) return gx_errf(err, 422, "spec", "a Model needs a spec");
     const json_t *sn = json_object_get(spec, "servedNames");
@@ -119,7 +119,14 @@ int gx_maas_model_validate(const json_t *doc, gx_err *err)
         json_array_foreach(u, i, x)
             if (!url_ok(json_string_value(x))) return gx_errf(err, 422, "spec.urls", "entry %zu is not an http(s) URL", i);
     }
-    if (json_object_get(spec, "workload") && validate_workload(json_object_get(spec, "workload"), err)) return -1;
+    if (json_object_get(spec, "workload")) {
+        const json_t *w = json_object_get(spec, "workload");
+        if (validate_workload(w, err)) return -1;
+        const json_t *r = json_object_get(w, "replicas");
+        gx_wlkey k;
+        for (int i = 0; i < (json_is_integer(r) ? (int)json_integer_value(r) : 1); i++)
+            if (replica_key(&k, json_string_value(json_object_get(w, "namespace")), name, i, err)) return -1;
+    }
     const json_t *mb = json_object_get(spec, "maxBodyBytes");
     if (mb && (!json_is_integer(mb) || json_integer_value(mb) < 1024 || json_integer_value(mb) > (1LL << 30)))
         return gx_errf(err, 422, "spec.maxBodyBytes", "must be an integer from 1024 to 1073741824");
@@ -416,7 +423,7 @@ void gx_maas_models_apply(gx_maas *m, const json_t *doc)
             gx_err e;
             gx_maas_replica *x = new_replica("");
             if (replica_key(&x->wl, json_string_value(json_object_get(w, "namespace")), name, i, &e)) {
-                /* only a Model whose name makes no valid Job name gets here: it runs no server */
+                /* validated at apply: only a Model stored before the rule gets here, and runs no server */
                 fprintf(stderr, "gpuaas: gateway: model %s: %s: %s\n", name, e.field, e.msg);
                 free(x);
                 continue;
