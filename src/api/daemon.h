@@ -59,7 +59,8 @@ typedef struct gx_daemon {
     json_t *objects;       /* "Kind/ns/name" -> manifest, as applied */
     int dirty;             /* a scheduling pass is due */
     int ready;
-    char log_dir[PATH_MAX], run_dir[PATH_MAX];
+    char log_dir[GX_DATA_DIR_MAX + 8], run_dir[GX_DATA_DIR_MAX + 8];   /* DATA/logs, DATA/run: short enough that
+                                                                        * NS/NAME/files under them fit PATH_MAX */
     int64_t next_timer_check;
     int64_t engine_wake;   /* when the engine has timed work (max execution time), 0 none */
     uint64_t http_requests;

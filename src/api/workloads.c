@@ -62,9 +62,10 @@ static void wl_dir(const char *base, const gx_wl *w, char *out, size_t n)
 
 void gx_d_log_path(const gx_daemon *d, const char *key, int index, char *out, size_t n)
 {
-    const char *slash = strchr(key, '/');
-    int nl = slash ? (int)(slash - key) : 0;
-    snprintf(out, n, "%s/%.*s/%s/pod-%d.log", d->log_dir, nl, key, slash ? slash + 1 : key, index);
+    gx_wlkey k;
+    gx_err e;
+    if (gx_wlkey_parse(&k, key, &e)) { out[0] = 0; return; }  /* no such workload: "" opens nothing */
+    snprintf(out, n, "%s/%s/%s/pod-%d.log", d->log_dir, k.ns, k.name, index);
 }
 
 static void exit_path(const gx_daemon *d, const gx_wl *w, int gen, int index, char *out, size_t n)
@@ -542,7 +543,7 @@ static void pod_exited(gx_daemon *d, gx_wl *w, gx_pod *p)
     if (delay > BACKOFF_MAX_MS) delay = BACKOFF_MAX_MS;
     w->retry_at = now + delay;
     if (!d->next_timer_check || w->retry_at < d->next_timer_check) d->next_timer_check = w->retry_at;
-    char m[300];
+    char m[sizeof w->note + 96];   /* the note and the longest tail below */
     snprintf(m, sizeof m, "%s; restarting in %llds (failure %d of backoffLimit %d)", w->note,
              (long long)(delay / 1000), w->failures, w->ps.backoff_limit);
     set_note(w, "%s", m);
