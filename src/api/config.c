@@ -84,10 +84,13 @@ int gx_config_set_listen(gx_config *c, const char *s, gx_err *err)
     return 0;
 }
 
-static void resolve(char *out, size_t n, const char *dir, const char *p)
+/* p, relative to dir (the config file's folder) unless absolute, into out; a path that
+ * does not fit is refused, naming field, never cut. */
+static int resolve(char *out, size_t n, const char *dir, const char *p, const char *field, gx_err *err)
 {
-    if (p[0] == '/' || !dir[0]) snprintf(out, n, "%s", p);
-    else snprintf(out, n, "%s/%s", dir, p);
+    int w = p[0] == '/' || !dir[0] ? snprintf(out, n, "%s", p) : snprintf(out, n, "%s/%s", dir, p);
+    if (w < 0 || (size_t)w >= n) return gx_errf(err, 422, field, "the path is longer than %zu bytes", n - 1);
+    return 0;
 }
 
 static int get_size(const json_t *lim, const char *key, size_t lo, size_t hi, size_t *out, gx_err *err)
@@ -112,9 +115,7 @@ static int load_nodes(gx_config *c, const char *path, gx_err *err)
     int rc = gx_yaml_parse(buf, len, &d, err);
     free(buf);
     if (rc) {
-        char m[sizeof err->msg];
-        snprintf(m, sizeof m, "%s:%d: %s", path, err->line, err->msg);
-        snprintf(err->msg, sizeof err->msg, "%s", m);
+        gx_err_wrap(err, "%s:%d", path, err->line);
         err->line = -1; /* the line is in the message; not a line of the config file */
         return -1;
     }
@@ -138,7 +139,7 @@ static int str_list(const json_t *v, const char *field, json_t *out, const char 
     if (!v) return 0;
     if (json_is_string(v)) {
         char p[PATH_MAX];
-        resolve(p, sizeof p, dir, json_string_value(v));
+        if (resolve(p, sizeof p, dir, json_string_value(v), field, err)) return -1;
         json_array_append_new(out, json_string(p));
         return 0;
     }
@@ -146,13 +147,10 @@ static int str_list(const json_t *v, const char *field, json_t *out, const char 
     size_t i;
     json_t *x;
     json_array_foreach(v, i, x) {
-        if (!json_is_string(x)) {
-            char f[96];
-            snprintf(f, sizeof f, "%s[%zu]", field, i);
-            return gx_errf(err, 422, f, "must be a file name");
-        }
-        char p[PATH_MAX];
-        resolve(p, sizeof p, dir, json_string_value(x));
+        char p[PATH_MAX], f[96];
+        snprintf(f, sizeof f, "%s[%zu]", field, i);
+        if (!json_is_string(x)) return gx_errf(err, 422, f, "must be a file name");
+        if (resolve(p, sizeof p, dir, json_string_value(x), f, err)) return -1;
         json_array_append_new(out, json_string(p));
     }
     return 0;
@@ -177,9 +175,8 @@ static json_t *load_doc(const char *path, int (*check)(const json_t *, gx_err *)
         rc = -1;
     }
     if (rc) {
-        char m[sizeof err->msg];
-        snprintf(m, sizeof m, "%s:%d: %s%s%s", path, err->line, err->field, err->field[0] ? ": " : "", err->msg);
-        snprintf(err->msg, sizeof err->msg, "%s", m);
+        if (err->field[0]) gx_err_wrap(err, "%s:%d: %s", path, err->line, err->field);
+        else gx_err_wrap(err, "%s:%d", path, err->line);
         err->line = -1;
         err->field[0] = 0;   /* the message has it, with the sharing file's line */
         return NULL;
@@ -215,12 +212,16 @@ static int gpu_settings(gx_config *c, const json_t *inv, const char *dir, gx_err
     if ((v = json_object_get(inv, "nvmlLibrary"))) {
         if (!json_is_string(v)) return gx_errf(err, 422, "inventory.nvmlLibrary", "must be a file name");
         /* a bare soname goes through the library search; a path is taken relative to the file */
-        if (strchr(json_string_value(v), '/')) resolve(c->nvml_library, sizeof c->nvml_library, dir, json_string_value(v));
-        else snprintf(c->nvml_library, sizeof c->nvml_library, "%s", json_string_value(v));
+        if (strchr(json_string_value(v), '/')) {
+            if (resolve(c->nvml_library, sizeof c->nvml_library, dir, json_string_value(v), "inventory.nvmlLibrary", err))
+                return -1;
+        } else if (resolve(c->nvml_library, sizeof c->nvml_library, "", json_string_value(v), "inventory.nvmlLibrary", err)) {
+            return -1;
+        }
     }
     if ((v = json_object_get(inv, "mpsRoot"))) {
         if (!json_is_string(v)) return gx_errf(err, 422, "inventory.mpsRoot", "must be a folder name");
-        resolve(c->mps_root, sizeof c->mps_root, dir, json_string_value(v));
+        if (resolve(c->mps_root, sizeof c->mps_root, dir, json_string_value(v), "inventory.mpsRoot", err)) return -1;
     }
     if ((v = json_object_get(inv, "placementPolicy"))) {
         if (!json_is_string(v) || !gx_place_policy_by_name(json_string_value(v)))
@@ -234,14 +235,14 @@ static int gpu_settings(gx_config *c, const json_t *inv, const char *dir, gx_err
             return gx_errf(err, 422, "inventory.devicePlugin", "must be a file, or {default: KEY, configs: {KEY: file}}");
         c->device_plugin = json_object();
         if (json_is_string(v)) {
-            resolve(p, sizeof p, dir, json_string_value(v));
+            if (resolve(p, sizeof p, dir, json_string_value(v), "inventory.devicePlugin", err)) return -1;
             json_t *doc = load_doc(p, dp_check, err);
             if (!doc) return -1;
             json_object_set_new(c->device_plugin, "default", doc);
         }
         json_object_foreach((json_t *)cfgs, k, v) {
             if (!json_is_string(v)) return gx_errf(err, 422, "inventory.devicePlugin.configs", "%s: must be a file", k);
-            resolve(p, sizeof p, dir, json_string_value(v));
+            if (resolve(p, sizeof p, dir, json_string_value(v), "inventory.devicePlugin.configs", err)) return -1;
             json_t *doc = load_doc(p, dp_check, err);
             if (!doc) return -1;
             json_object_set_new(c->device_plugin, k, doc);
@@ -254,7 +255,7 @@ static int gpu_settings(gx_config *c, const json_t *inv, const char *dir, gx_err
         const char *file = json_is_string(v) ? json_string_value(v) : json_string_value(json_object_get(v, "file"));
         const char *def = json_is_object(v) ? json_string_value(json_object_get(v, "default")) : NULL;
         if (!file) return gx_errf(err, 422, "inventory.migConfig", "must be a mig-parted file, or {file, default}");
-        resolve(p, sizeof p, dir, file);
+        if (resolve(p, sizeof p, dir, file, "inventory.migConfig", err)) return -1;
         if (!(c->mig_parted = load_doc(p, gx_gpu_mig_config_check, err))) return -1;
         if (def && !json_object_get(json_object_get(c->mig_parted, "mig-configs"), def))
             return gx_errf(err, 422, "inventory.migConfig.default", "%s has no config named %s", p, def);
@@ -282,7 +283,7 @@ static int apply_doc(gx_config *c, const json_t *doc, const char *dir, gx_err *e
     }
     if ((v = json_object_get(doc, "dataDir"))) {
         if (!json_is_string(v) || !json_string_length(v)) return gx_errf(err, 422, "dataDir", "must be a folder name");
-        resolve(c->data_dir, sizeof c->data_dir, dir, json_string_value(v));
+        if (resolve(c->data_dir, sizeof c->data_dir, dir, json_string_value(v), "dataDir", err)) return -1;
     }
     if ((v = json_object_get(doc, "fairSharing"))) {
         const json_t *en = json_is_object(v) ? json_object_get(v, "enable") : v;
@@ -331,6 +332,8 @@ static int apply_doc(gx_config *c, const json_t *doc, const char *dir, gx_err *e
 
 int gx_config_load(gx_config *c, const char *path, gx_err *err)
 {
+    if (strlen(path) >= sizeof c->path) return gx_errf(err, 400, "", "the config file's path is longer than %zu bytes",
+                                                       sizeof c->path - 1);
     snprintf(c->path, sizeof c->path, "%s", path);
     char dirbuf[PATH_MAX];
     snprintf(dirbuf, sizeof dirbuf, "%s", path);

@@ -9,6 +9,10 @@
 #include "run/run_config.h"
 #include "lib/err.h"
 
+/* The longest data directory: every path under it (DATA/run/NAMESPACE/NAME/gN-pN.exit with
+ * a 317-byte workload key, the MPS pipes, the database) must fit PATH_MAX whole. */
+#define GX_DATA_DIR_MAX 3072
+
 typedef struct gx_config {
     char path[PATH_MAX];          /* the config file, "" when none */
     char listen_host[64];

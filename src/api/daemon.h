@@ -13,6 +13,7 @@
 #include "api/loop.h"
 #include "core/engine.h"
 #include "lib/strmap.h"
+#include "lib/wlkey.h"
 #include "run/podbox.h"
 #include "run/podspec.h"
 #include "run/proc.h"
@@ -39,8 +40,8 @@ typedef struct gx_pod {
 
 /* The daemon's side of one workload: its processes and their bookkeeping. */
 typedef struct gx_wl {
-    char key[256];
-    char ns[128], name[128];
+    gx_wlkey id;           /* namespace, name and "ns/name", length-checked (lib/wlkey.h) */
+    const char *key, *ns, *name;   /* id.key, id.ns and id.name, set once by wl_new */
     json_t *manifest;
     gx_podspec ps;         /* points into manifest */
     int gen;               /* admissions so far */
@@ -65,7 +66,8 @@ typedef struct gx_daemon {
     json_t *objects;       /* "Kind/ns/name" -> manifest, as applied */
     int dirty;             /* a scheduling pass is due */
     int ready;
-    char log_dir[PATH_MAX], run_dir[PATH_MAX];
+    char log_dir[GX_DATA_DIR_MAX + 8], run_dir[GX_DATA_DIR_MAX + 8];   /* DATA/logs, DATA/run: short enough that
+                                                                        * NS/NAME/files under them fit PATH_MAX */
     int64_t next_timer_check;
     int64_t engine_wake;   /* when the engine has timed work (max execution time), 0 none */
     uint64_t http_requests;

@@ -43,6 +43,7 @@
 #define LINGER_MS 2000                    /* draining an unread body before close */
 #define DISCARD_MAX (1u << 20)            /* over-limit body bytes read to keep-alive */
 #define STREAM_CHUNK 16384
+_Static_assert(STREAM_CHUNK <= 0xffff, "a chunk's size header is 4 hex digits");
 #define STREAM_HIGH (64 * 1024)           /* buffered stream output before waiting */
 #define STREAM_SNDBUF (64 * 1024)         /* kernel send buffer of a streaming connection */
 #define OUT_KEEP (64 * 1024)              /* larger output buffers are freed after use */
@@ -701,7 +702,7 @@ static void pump(conn *c)
             c->s_sleep = 1;
         } else {
             if (c->s_chunked) {
-                char hx[8];
+                char hx[24];   /* room for any size_t; n <= STREAM_CHUNK needs 4 digits */
                 snprintf(hx, sizeof hx, "%04zx\r\n", (size_t)n); /* leading zeros are valid */
                 memcpy(o, hx, 6);
                 memcpy(o + 6 + n, "\r\n", 2);

@@ -14,7 +14,7 @@
 
 typedef struct logstream {
     gx_daemon *d;
-    char key[256];
+    gx_wlkey key;
     int pod;           /* -1: every pod */
     int follow;
     off_t off[MAX_PODS];
@@ -25,7 +25,7 @@ typedef struct logstream {
 static size_t read_pod(logstream *ls, int i, int prefix, int final, char *buf, size_t max)
 {
     char path[PATH_MAX];
-    gx_d_log_path(ls->d, ls->key, i, path, sizeof path);
+    gx_d_log_path(ls->d, ls->key.key, i, path, sizeof path);
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) return 0;
     char chunk[8192];
@@ -69,9 +69,9 @@ static size_t read_pod(logstream *ls, int i, int prefix, int final, char *buf, s
 static ssize_t log_read(void *ud, char *buf, size_t max)
 {
     logstream *ls = ud;
-    int active = ls->follow && gx_d_active(ls->d, ls->key);
+    int active = ls->follow && gx_d_active(ls->d, ls->key.key);
     int first = ls->pod >= 0 ? ls->pod : 0;
-    int last = ls->pod >= 0 ? ls->pod + 1 : gx_d_pod_count(ls->d, ls->key);
+    int last = ls->pod >= 0 ? ls->pod + 1 : gx_d_pod_count(ls->d, ls->key.key);
     if (last > MAX_PODS) last = MAX_PODS;
     int prefix = ls->pod < 0 && last > 1;
     size_t used = 0;
@@ -93,7 +93,7 @@ int gx_d_logs(gx_daemon *d, const char *key, int pod, int follow, gx_resp *resp,
     logstream *ls = calloc(1, sizeof *ls);
     if (!ls) abort();
     ls->d = d;
-    snprintf(ls->key, sizeof ls->key, "%s", key);
+    if (gx_wlkey_parse(&ls->key, key, err)) { free(ls); return -1; }
     ls->pod = pod;
     ls->follow = follow;
     resp->status = 200;

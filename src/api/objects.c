@@ -2,11 +2,13 @@
  * Owns: the all-or-nothing apply (every document is first validated on a scratch
  * engine holding the current objects, so a bad third document leaves the first two
  * unapplied), the created/configured/unchanged verdict, and their durable record.
- * Must not: validate fields itself: the engine is the one judge of a manifest. */
+ * Must not: validate fields itself beyond the names every kind shares: the engine (or the
+ * gateway, the portal) is the one judge of a manifest. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "api/daemon.h"
+#include "lib/k8sname.h"
 #include "lib/yaml.h"
 #include "maas/maas.h"
 #include "portal/portal.h"
@@ -46,6 +48,27 @@ static int check_kind(const json_t *doc, gx_err *err)
                            "(ClusterQueue spec.cohort became spec.cohortName)", want);
         return gx_errf(err, 400, "apiVersion", "%s %s is unknown; %s is %s", av, kind, kind, want);
     }
+    return 0;
+}
+
+/* Kubernetes' name rules for applied objects: every name a DNS-1123 subdomain, a
+ * LocalQueue's namespace a label. Checked here for every kind (Kueue's, Node, the
+ * gateway's and the portal's), before any kind's own checks. */
+static int check_names(const json_t *doc, gx_err *err)
+{
+    const json_t *md = json_object_get(doc, "metadata");
+    const char *name = json_string_value(json_object_get(md, "name"));
+    if (!name || !*name) {
+        if (json_object_get(md, "generateName"))
+            return gx_errf(err, 422, "metadata.generateName", "apply needs a fixed metadata.name "
+                           "(generateName is for what is submitted)");
+        return gx_errf(err, 422, "metadata.name", "Required value: name or generateName is required");
+    }
+    if (gx_k8s_check_subdomain(name, GX_K8S_SUBDOMAIN_MAX, "metadata.name", err)) return -1;
+    const char *ns = json_string_value(json_object_get(md, "namespace"));
+    if (!strcmp(json_string_value(json_object_get(doc, "kind")), "LocalQueue") && ns &&
+        gx_k8s_check_label(ns, GX_K8S_LABEL_MAX, "metadata.namespace", err))
+        return -1;
     return 0;
 }
 
@@ -94,7 +117,7 @@ int gx_d_apply(gx_daemon *d, const gx_yaml_docs *docs, json_t **result, gx_err *
 {
     if (docs->n > 1000) return gx_errf(err, 413, "", "more than 1000 objects in one apply");
     for (size_t i = 0; i < docs->n; i++)
-        if (check_kind(docs->docs[i], err)) { annotate(docs, i, err); return -1; }
+        if (check_kind(docs->docs[i], err) || check_names(docs->docs[i], err)) { annotate(docs, i, err); return -1; }
     size_t *idx = calloc(docs->n ? docs->n : 1, sizeof *idx);
     if (!idx) abort();
     order_docs(docs, idx);

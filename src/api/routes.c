@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "api/daemon.h"
+#include "api/users.h"
 #include "gpu/api.h"
 #include "lib/yaml.h"
 #include "portal/portal.h"
@@ -152,8 +153,12 @@ static void workload_routes(route_ctx *c)
     if (c->nseg < 5 || c->nseg > 6) { gx_resp_errorf(c->resp, 404, "no such path %s", c->req->path); return; }
     const char *ns = c->seg[3], *name = c->seg[4];
     if (need_ns(c, ns)) return;
-    char key[256];
-    snprintf(key, sizeof key, "%s/%s", ns, name);
+    gx_wlkey k;
+    if (gx_wlkey_make(&k, ns, name, &e)) { /* no workload can have this key: say why */
+        gx_resp_errorf(c->resp, 404, "no such workload: %s: %s", e.field, e.msg);
+        return;
+    }
+    const char *key = k.key;
     json_t *v = gx_d_view(c->d, key);
     if (!v) { gx_resp_errorf(c->resp, 404, "no workload %s", key); return; }
     if (c->nseg == 5) {
@@ -311,12 +316,8 @@ static void users(route_ctx *c)
         return;
     }
     if (c->nseg == 4 && is(c, "DELETE")) {
-        if (gx_auth_delete_user(c->d->auth, c->seg[3], &e)) reply_err(c, &e);
-        else {
-            gx_maas_user_deleted(c->d->maas, c->seg[3]); /* their API keys stop working too */
-            gx_portal_user_deleted(c->d->portal, c->seg[3]); /* their portal sessions end at once */
-            gx_resp_json(c->resp, 200, json_pack("{s:{s:s}}", "deleted", "name", c->seg[3]));
-        }
+        if (gx_d_delete_user(c->d, c->seg[3], &e)) reply_err(c, &e);
+        else gx_resp_json(c->resp, 200, json_pack("{s:{s:s}}", "deleted", "name", c->seg[3]));
         return;
     }
     method_not_allowed(c);

@@ -57,11 +57,23 @@ static int ensure_dir(const char *p, gx_err *err)
     return 0;
 }
 
+_Static_assert(GX_DATA_DIR_MAX + sizeof "/run/" + GX_WLKEY_MAX + sizeof "/g-2147483648-p-2147483648.exit" <= PATH_MAX,
+               "a pod's files under the data directory must fit PATH_MAX");
+
+/* DIR/leaf into out. The data directory is at most GX_DATA_DIR_MAX bytes (checked at
+ * start), so this fails only if a leaf grows past that margin. */
+static int data_path(char *out, size_t n, const char *dir, const char *leaf, gx_err *err)
+{
+    int w = snprintf(out, n, "%s/%s", dir, leaf);
+    if (w < 0 || (size_t)w >= n) return gx_errf(err, 500, "dataDir", "%s/%s is longer than %zu bytes", dir, leaf, n - 1);
+    return 0;
+}
+
 /* One daemon per data directory: a second one would double-start every workload. */
 static int lock_data_dir(const char *dir, gx_err *err)
 {
     char p[PATH_MAX];
-    snprintf(p, sizeof p, "%s/gpuaas.lock", dir);
+    if (data_path(p, sizeof p, dir, "gpuaas.lock", err)) return -1;
     int fd = open(p, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
     if (fd < 0) return gx_errf(err, 500, "dataDir", "cannot open %s: %s", p, strerror(errno));
     if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
@@ -187,6 +199,10 @@ static int parse_args(int argc, char **argv, gx_config *cfg, int *rotate)
         fprintf(stderr, "gpuaas serve: --listen: %s\n", e.msg);
         return 2;
     }
+    if (data && strlen(data) > GX_DATA_DIR_MAX) {
+        fprintf(stderr, "gpuaas serve: --data-dir: the path is longer than %d bytes\n", GX_DATA_DIR_MAX);
+        return 2;
+    }
     if (data) snprintf(cfg->data_dir, sizeof cfg->data_dir, "%s", data);
     return 0;
 }
@@ -206,9 +222,14 @@ int gx_serve_main(int argc, char **argv)
     char real[PATH_MAX];
     if (ensure_dir(d.cfg.data_dir, &e)) goto out;
     if (realpath(d.cfg.data_dir, real)) snprintf(d.cfg.data_dir, sizeof d.cfg.data_dir, "%s", real);
+    if (strlen(d.cfg.data_dir) > GX_DATA_DIR_MAX) {   /* a pod's paths under it must fit (see data_path) */
+        gx_errf(&e, 422, "dataDir", "%s is longer than %d bytes", d.cfg.data_dir, GX_DATA_DIR_MAX);
+        goto out;
+    }
     if ((lockfd = lock_data_dir(d.cfg.data_dir, &e)) < 0) goto out;
-    snprintf(d.log_dir, sizeof d.log_dir, "%s/logs", d.cfg.data_dir);
-    snprintf(d.run_dir, sizeof d.run_dir, "%s/run", d.cfg.data_dir);
+    if (data_path(d.log_dir, sizeof d.log_dir, d.cfg.data_dir, "logs", &e) ||
+        data_path(d.run_dir, sizeof d.run_dir, d.cfg.data_dir, "run", &e))
+        goto out;
     if (ensure_dir(d.log_dir, &e) || ensure_dir(d.run_dir, &e)) goto out;
     gx_strmap_init(&d.wls);
     d.objects = json_object();
@@ -231,9 +252,7 @@ int gx_serve_main(int argc, char **argv)
     json_array_foreach(inv_nodes, i, x)
         if (gx_engine_apply(d.eng, x, &e)) {
             gx_err_prefix(&e, "");
-            char m[600];
-            snprintf(m, sizeof m, "inventory node %zu: %s", i, e.msg);
-            snprintf(e.msg, sizeof e.msg, "%s", m);
+            gx_err_wrap(&e, "inventory node %zu", i);
             json_decref(inv_nodes);
             goto out;
         }
@@ -268,7 +287,7 @@ int gx_serve_main(int argc, char **argv)
     char url[128];
     snprintf(url, sizeof url, "http://%s:%d", d.cfg.listen_host, gx_http_port(d.http));
     char sj[PATH_MAX];
-    snprintf(sj, sizeof sj, "%s/serve.json", d.cfg.data_dir);
+    if (data_path(sj, sizeof sj, d.cfg.data_dir, "serve.json", &e)) goto out;
     FILE *f = fopen(sj, "w");
     if (f) {
         fprintf(f, "{\"url\": \"%s\", \"pid\": %d}\n", url, (int)getpid());

@@ -20,6 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "api/daemon.h"
+#include "api/wlname.h"
 #include "core/quantity.h"
 #include "gpu/runtime.h"
 #include "run/sandbox.h"
@@ -27,7 +28,7 @@
 #define BACKOFF_BASE_MS 10000
 #define BACKOFF_MAX_MS 360000
 
-typedef struct watch_ctx { gx_daemon *d; char key[256]; int gen, index; } watch_ctx;
+typedef struct watch_ctx { gx_daemon *d; gx_wlkey key; int gen, index; } watch_ctx;
 
 static void on_pod_fd(gx_loop *l, int fd, uint32_t ev, void *ud);
 static void pod_exited(gx_daemon *d, gx_wl *w, gx_pod *p);
@@ -65,9 +66,10 @@ static void wl_dir(const char *base, const gx_wl *w, char *out, size_t n)
 
 void gx_d_log_path(const gx_daemon *d, const char *key, int index, char *out, size_t n)
 {
-    const char *slash = strchr(key, '/');
-    int nl = slash ? (int)(slash - key) : 0;
-    snprintf(out, n, "%s/%.*s/%s/pod-%d.log", d->log_dir, nl, key, slash ? slash + 1 : key, index);
+    gx_wlkey k;
+    gx_err e;
+    if (gx_wlkey_parse(&k, key, &e)) { out[0] = 0; return; }  /* no such workload: "" opens nothing */
+    snprintf(out, n, "%s/%s/%s/pod-%d.log", d->log_dir, k.ns, k.name, index);
 }
 
 static void exit_path(const gx_daemon *d, const gx_wl *w, int gen, int index, char *out, size_t n)
@@ -83,10 +85,10 @@ static gx_wl *wl_new(const json_t *manifest, gx_err *err)
     if (!w) abort();
     w->manifest = json_deep_copy(manifest);
     const json_t *md = json_object_get(w->manifest, "metadata");
-    snprintf(w->ns, sizeof w->ns, "%s", json_string_value(json_object_get(md, "namespace")) ?: "default");
-    snprintf(w->name, sizeof w->name, "%s", json_string_value(json_object_get(md, "name")) ?: "");
-    snprintf(w->key, sizeof w->key, "%s/%s", w->ns, w->name);
-    if (gx_podspec_read(w->manifest, &w->ps, err)) {
+    w->key = w->id.key; w->ns = w->id.ns; w->name = w->id.name;
+    if (gx_wlkey_make(&w->id, json_string_value(json_object_get(md, "namespace")) ?: "default",
+                      json_string_value(json_object_get(md, "name")), err) ||
+        gx_podspec_read(w->manifest, &w->ps, err)) {
         json_decref(w->manifest);
         free(w);
         return NULL;
@@ -216,7 +218,7 @@ static void watch_pod(gx_daemon *d, gx_wl *w, gx_pod *p)
     watch_ctx *c = malloc(sizeof *c);
     if (!c) abort();
     c->d = d;
-    snprintf(c->key, sizeof c->key, "%s", w->key);
+    c->key = w->id;
     c->gen = p->gen;
     c->index = p->index;
     if (gx_loop_watch(d->loop, p->proc.pidfd, EPOLLIN, on_pod_fd, c)) {
@@ -548,7 +550,7 @@ static void on_pod_fd(gx_loop *l, int fd, uint32_t ev, void *ud)
     (void)l; (void)ev;
     watch_ctx *c = ud;
     gx_daemon *d = c->d;
-    gx_wl *w = wl_get(d, c->key);
+    gx_wl *w = wl_get(d, c->key.key);
     gx_pod *p = NULL;
     for (size_t i = 0; w && i < w->npods; i++)
         if (w->pods[i].gen == c->gen && w->pods[i].index == c->index && w->pods[i].proc.pidfd == fd) p = &w->pods[i];
@@ -682,7 +684,7 @@ static void pod_exited(gx_daemon *d, gx_wl *w, gx_pod *p)
     if (delay > BACKOFF_MAX_MS) delay = BACKOFF_MAX_MS;
     w->retry_at = now + delay;
     if (!d->next_timer_check || w->retry_at < d->next_timer_check) d->next_timer_check = w->retry_at;
-    char m[300];
+    char m[sizeof w->note + 96];   /* the note and the longest tail below */
     snprintf(m, sizeof m, "%s; restarting in %llds (failure %d of backoffLimit %d)", w->note,
              (long long)(delay / 1000), w->failures, w->ps.backoff_limit);
     set_note(w, "%s", m);
@@ -832,7 +834,9 @@ int gx_d_submit(gx_daemon *d, const json_t *manifest, const char *unused, json_t
     if (d->wls.n >= d->cfg.max_workloads)
         return gx_errf(err, 422, "", "the server holds %zu workloads, its limit (limits.maxWorkloads); "
                        "delete finished ones first", d->wls.n);
-    gx_wl *w = wl_new(manifest, err);
+    json_t *named = gx_d_name_workload(d, manifest, err);   /* Kubernetes' name rules, generateName */
+    gx_wl *w = named ? wl_new(named, err) : NULL;
+    json_decref(named);
     if (!w) return -1;
     if (gx_podbox_check_mounts(&d->cfg.run, w->ns, &w->ps, err)) {
         wl_free(d, w);

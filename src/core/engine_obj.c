@@ -10,6 +10,7 @@
 #include <string.h>
 #include "core/engine_int.h"
 #include "core/quantity.h"
+#include "lib/k8sname.h"
 
 #define KUEUE_V1B2 "kueue.x-k8s.io/v1beta2"
 #define KUEUE_V1B1 "kueue.x-k8s.io/v1beta1"
@@ -221,15 +222,12 @@ static int check_name(const json_t *obj, int need_ns, const char **name, const c
 {
     const json_t *md = json_object_get(obj, "metadata");
     *name = opt_str(md, "name");
-    if (!*name || !**name) return gx_errf(err, 422, "metadata.name", "metadata.name is required");
-    if (strlen(*name) > 253) return gx_errf(err, 422, "metadata.name", "name is longer than 253 characters");
-    for (const char *p = *name; *p; p++)
-        if (!((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '-' || *p == '.'))
-            return gx_errf(err, 422, "metadata.name",
-                           "name \"%s\" must consist of lower case letters, digits, '-' and '.'", *name);
+    if (!*name || !**name) return gx_errf(err, 422, "metadata.name", "Required value: name or generateName is required");
+    if (gx_k8s_check_subdomain(*name, GX_K8S_SUBDOMAIN_MAX, "metadata.name", err)) return -1;
     if (ns) {
         *ns = opt_str(md, "namespace");
         if (need_ns && (!*ns || !**ns)) *ns = "default";
+        if (*ns && gx_k8s_check_label(*ns, GX_K8S_LABEL_MAX, "metadata.namespace", err)) return -1;
     }
     return 0;
 }

@@ -52,37 +52,37 @@ static int parse_resource(const json_t *x, gx_dp_resource *r, int mps, const cha
     if (!json_is_object(x)) return gx_errf(err, 422, f, "must be {name, replicas, devices}");
     const char *k;
     json_t *v;
-    json_object_foreach((json_t *)x, k, v) if (!known_key(k, known)) {
-        snprintf(g, sizeof g, "%s.%s", f, k);
-        return gx_errf(err, 422, g, "unknown field (known: name, rename, replicas, devices)");
-    }
+    json_object_foreach((json_t *)x, k, v) if (!known_key(k, known))
+        return gx_errf(err, 422, gx_err_path(g, sizeof g, f, "%s.%s", f, k),
+                       "unknown field (known: name, rename, replicas, devices)");
     const char *name = json_string_value(json_object_get(x, "name"));
-    snprintf(g, sizeof g, "%s.name", f);
-    if (!name || !*name) return gx_errf(err, 422, g, "name is required (nvidia.com/gpu or nvidia.com/mig-<profile>)");
+    const char *gf = gx_err_path(g, sizeof g, f, "%s.name", f);
+    if (!name || !*name) return gx_errf(err, 422, gf, "name is required (nvidia.com/gpu or nvidia.com/mig-<profile>)");
     if (strcmp(name, "nvidia.com/gpu") && strncmp(name, "nvidia.com/mig-", 15))
-        return gx_errf(err, 422, g, "%s cannot be shared: only nvidia.com/gpu and nvidia.com/mig-<profile>", name);
+        return gx_errf(err, 422, gf, "%s cannot be shared: only nvidia.com/gpu and nvidia.com/mig-<profile>", name);
     if (mps && !strncmp(name, "nvidia.com/mig-", 15))
-        return gx_errf(err, 422, g, "MPS cannot share a MIG device (%s); use timeSlicing, or MPS on full GPUs", name);
+        return gx_errf(err, 422, gf, "MPS cannot share a MIG device (%s); use timeSlicing, or MPS on full GPUs", name);
+    if (strlen(name) >= sizeof r->name)
+        return gx_errf(err, 422, gf, "must be at most %zu characters", sizeof r->name - 1);
     snprintf(r->name, sizeof r->name, "%s", name);
     const json_t *rn = json_object_get(x, "rename");
     if (rn) {
-        snprintf(g, sizeof g, "%s.rename", f);
         if (!json_is_string(rn) || !json_string_length(rn) || json_string_length(rn) >= sizeof r->rename)
-            return gx_errf(err, 422, g, "must be a resource name");
+            return gx_errf(err, 422, gx_err_path(g, sizeof g, f, "%s.rename", f), "must be a resource name of at most %zu "
+                           "characters", sizeof r->rename - 1);
         snprintf(r->rename, sizeof r->rename, "%s", json_string_value(rn));
     }
     const json_t *rep = json_object_get(x, "replicas");
-    snprintf(g, sizeof g, "%s.replicas", f);
-    if (!json_is_integer(rep)) return gx_errf(err, 422, g, "replicas is required: how many workloads share each device");
+    gf = gx_err_path(g, sizeof g, f, "%s.replicas", f);
+    if (!json_is_integer(rep)) return gx_errf(err, 422, gf, "replicas is required: how many workloads share each device");
     if (json_integer_value(rep) < 1)
-        return gx_errf(err, 422, g, "replicas must be at least 1 (got %lld)", (long long)json_integer_value(rep));
+        return gx_errf(err, 422, gf, "replicas must be at least 1 (got %lld)", (long long)json_integer_value(rep));
     int cap = mps ? GX_DP_MPS_MAX_CLIENTS : 64;
     if (json_integer_value(rep) > cap)
-        return gx_errf(err, 422, g, "%s allows at most %d replicas per device (got %lld)", mps ? "MPS" : "time-slicing",
+        return gx_errf(err, 422, gf, "%s allows at most %d replicas per device (got %lld)", mps ? "MPS" : "time-slicing",
                        cap, (long long)json_integer_value(rep));
     r->replicas = (int)json_integer_value(rep);
-    snprintf(g, sizeof g, "%s.devices", f);
-    return parse_devices(json_object_get(x, "devices"), r, g, err);
+    return parse_devices(json_object_get(x, "devices"), r, gx_err_path(g, sizeof g, f, "%s.devices", f), err);
 }
 
 static int parse_section(const json_t *s, gx_dp_config *c, int mps, const char *f, gx_err *err)
@@ -92,10 +92,9 @@ static int parse_section(const json_t *s, gx_dp_config *c, int mps, const char *
     if (!json_is_object(s)) return gx_errf(err, 422, f, "must be {renameByDefault, failRequestsGreaterThanOne, resources}");
     const char *k;
     json_t *v;
-    json_object_foreach((json_t *)s, k, v) if (!known_key(k, known)) {
-        snprintf(g, sizeof g, "%s.%s", f, k);
-        return gx_errf(err, 422, g, "unknown field (known: renameByDefault, failRequestsGreaterThanOne, resources)");
-    }
+    json_object_foreach((json_t *)s, k, v) if (!known_key(k, known))
+        return gx_errf(err, 422, gx_err_path(g, sizeof g, f, "%s.%s", f, k),
+                       "unknown field (known: renameByDefault, failRequestsGreaterThanOne, resources)");
     const json_t *rb = json_object_get(s, "renameByDefault"), *fg = json_object_get(s, "failRequestsGreaterThanOne");
     snprintf(g, sizeof g, "%s.renameByDefault", f);
     if (rb && !json_is_boolean(rb)) return gx_errf(err, 422, g, "must be true or false");
@@ -149,8 +148,8 @@ int gx_gpu_dp_parse(const json_t *doc, gx_dp_config *c, gx_err *err)
     if (!json_is_object(sh)) return gx_errf(err, 422, "sharing", "must be {timeSlicing: ...} or {mps: ...}");
     json_object_foreach((json_t *)sh, k, v) if (strcmp(k, "timeSlicing") && strcmp(k, "mps")) {
         char g[96];
-        snprintf(g, sizeof g, "sharing.%s", k);
-        return gx_errf(err, 422, g, "unknown sharing strategy (known: timeSlicing, mps)");
+        return gx_errf(err, 422, gx_err_path(g, sizeof g, "sharing", "sharing.%s", k),
+                       "unknown sharing strategy (known: timeSlicing, mps)");
     }
     const json_t *ts = json_object_get(sh, "timeSlicing"), *mps = json_object_get(sh, "mps");
     if (ts && parse_section(ts, c, 0, "sharing.timeSlicing", err)) return -1;

@@ -86,6 +86,14 @@ static int sim_gpu(gx_gpu_inv *inv, int node, int idx, const json_t *g, const ch
     d->index = idx;
     d->minor = idx;
     const char *model = json_string_value(json_object_get(g, "model"));
+    const char *u = json_string_value(json_object_get(g, "uuid"));
+    char fv[192];
+    if (model && strlen(model) >= sizeof d->model)
+        return gx_errf(err, 422, gx_err_path(fv, sizeof fv, f, "%s.model", f), "must be no more than %zu characters",
+                       sizeof d->model - 1);
+    if (u && strlen(u) >= sizeof d->uuid)
+        return gx_errf(err, 422, gx_err_path(fv, sizeof fv, f, "%s.uuid", f), "must be no more than %zu characters",
+                       sizeof d->uuid - 1);
     snprintf(d->model, sizeof d->model, "%s", model ? model : "GPU");
     snprintf(d->product, sizeof d->product, "%s", d->model);
     const gx_gpu_model *m = gx_gpu_mig_model(d->model);
@@ -96,7 +104,6 @@ static int sim_gpu(gx_gpu_inv *inv, int node, int idx, const json_t *g, const ch
     snprintf(fm, sizeof fm, "%s.memory", f);
     if (mem && gx_quantity_from_json(mem, &milli, fm, err) < 0) return -1;
     d->mem_mib = mem ? milli / 1000 / (1024 * 1024) : m ? m->memory_mib : 0;
-    const char *u = json_string_value(json_object_get(g, "uuid"));
     if (u) snprintf(d->uuid, sizeof d->uuid, "%s", u);
     else gx_engine_gpu_uuid(inv->nodes[node].name, idx, d->uuid, sizeof d->uuid);   /* as the engine does */
     snprintf(d->pci_bus_id, sizeof d->pci_bus_id, "00000000:%02X:00.0", 0x17 + idx);
@@ -109,6 +116,16 @@ static int load_sim_node(gx_gpu_inv *inv, const json_t *manifest, size_t which, 
 {
     const char *name = json_string_value(json_object_get(json_object_get(manifest, "metadata"), "name"));
     if (!name || !*name) return gx_errf(err, 422, "metadata.name", "inventory node %zu has no metadata.name", which);
+    /* what the inventory holds in fixed fields: refused when longer, never cut */
+    if (strlen(name) >= sizeof inv->nodes[0].name)
+        return gx_errf(err, 422, "metadata.name", "must be no more than %zu characters", sizeof inv->nodes[0].name - 1);
+    static const char *const keys[] = {"nvidia.com/device-plugin.config", "nvidia.com/mig.config"};
+    for (int k = 0; k < 2; k++)
+        if (label(manifest, keys[k]) && strlen(label(manifest, keys[k])) >= sizeof inv->nodes[0].dp_key) {
+            char f[96];
+            snprintf(f, sizeof f, "metadata.labels[\"%s\"]", keys[k]);
+            return gx_errf(err, 422, f, "must be no more than %zu characters", sizeof inv->nodes[0].dp_key - 1);
+        }
     int ni = add_node(inv, manifest, name);
     const json_t *gpus = json_object_get(json_object_get(manifest, "spec"), "gpus");
     char f[160];
@@ -312,11 +329,8 @@ static int resolve_node(gx_gpu_inv *inv, int ni, gx_err *err)
     }
     if (!strcmp(dp.mig_strategy, "single") && check_single(inv, ni, err)) goto bad;
     return 0;
-bad: {
-        char m[sizeof err->msg];
-        snprintf(m, sizeof m, "node %s: %s", n->name, err->msg);
-        snprintf(err->msg, sizeof err->msg, "%s", m);
-    }
+bad:
+    gx_err_wrap(err, "node %s", n->name);
     return -1;
 }
 

@@ -51,7 +51,7 @@ typedef struct gx_gpu_dev {
     int nvml_index;                  /* -1: simulated */
     int minor;                       /* N of its /dev/nvidiaN: NVML's minor number; simulated:
                                         its index on the node */
-    char uuid[96], model[32], product[96], pci_bus_id[32];
+    char uuid[96], model[96], product[96], pci_bus_id[32];   /* model: NVML's name when no known model matches */
     uint32_t pci_id;
     int64_t mem_mib;
     gx_share_mode mode;
@@ -60,7 +60,8 @@ typedef struct gx_gpu_dev {
     char mig_config[64];             /* mig-parted config applied ("" none) */
     gx_share_gpu base;               /* the sharing the Node file itself gives (fractional) */
     int mig_on;                      /* MIG mode (NVML: as the GPU is; simulated: from mig-parted) */
-    char mig_strategy[8];            /* the node's flags.migStrategy in effect: none, single, mixed */
+    char mig_strategy[16];           /* the node's flags.migStrategy in effect: none, single, mixed (sized as
+                                      * gx_dp_config's) */
     int n_mig;
     gx_gpu_mig_dev mig[GX_MIG_MAX_DEVICES];
     /* live figures (NVML, or simulated from what is allocated) */

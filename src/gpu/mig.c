@@ -207,26 +207,26 @@ static int check_entry(const json_t *e, const char *f, gx_err *err)
     const char *k;
     json_t *v;
     json_object_foreach((json_t *)e, k, v) {
-        snprintf(g, sizeof g, "%s.%s", f, k);
+        const char *gf = gx_err_path(g, sizeof g, f, "%s.%s", f, k);
         if (!strcmp(k, "devices")) {
             if (json_is_string(v) && !strcmp(json_string_value(v), "all")) continue;
-            if (!json_is_array(v)) return gx_errf(err, 422, g, "must be \"all\" or a list of GPU indices");
+            if (!json_is_array(v)) return gx_errf(err, 422, gf, "must be \"all\" or a list of GPU indices");
             size_t i;
             json_t *x;
             json_array_foreach(v, i, x) if (!json_is_integer(x) || json_integer_value(x) < 0)
-                return gx_errf(err, 422, g, "must be \"all\" or a list of GPU indices");
+                return gx_errf(err, 422, gf, "must be \"all\" or a list of GPU indices");
         } else if (!strcmp(k, "mig-enabled")) {
-            if (!json_is_boolean(v)) return gx_errf(err, 422, g, "must be true or false");
+            if (!json_is_boolean(v)) return gx_errf(err, 422, gf, "must be true or false");
         } else if (!strcmp(k, "mig-devices")) {
-            if (!json_is_object(v)) return gx_errf(err, 422, g, "must map profile names to counts, e.g. {\"1g.10gb\": 7}");
+            if (!json_is_object(v)) return gx_errf(err, 422, gf, "must map profile names to counts, e.g. {\"1g.10gb\": 7}");
             const char *pk;
             json_t *pv;
             json_object_foreach(v, pk, pv) if (!json_is_integer(pv) || json_integer_value(pv) < 0) {
-                snprintf(g, sizeof g, "%s.mig-devices.%s", f, pk);
-                return gx_errf(err, 422, g, "must be a count (0 or more)");
+                char h[256];
+                return gx_errf(err, 422, gx_err_path(h, sizeof h, gf, "%s.mig-devices.%s", f, pk), "must be a count (0 or more)");
             }
         } else if (strcmp(k, "device-filter")) {
-            return gx_errf(err, 422, g, "unknown field (known: device-filter, devices, mig-enabled, mig-devices)");
+            return gx_errf(err, 422, gf, "unknown field (known: device-filter, devices, mig-enabled, mig-devices)");
         }
     }
     if (!json_object_get(e, "devices")) return gx_errf(err, 422, f, "devices is required (\"all\" or indices)");
@@ -244,6 +244,8 @@ int gx_gpu_mig_config_check(const json_t *doc, gx_err *err)
     json_t *list;
     char f[256];
     json_object_foreach((json_t *)cfgs, name, list) {
+        /* a config's name is a key of the admin's, of any length: refused past 128, never cut */
+        if (strlen(name) > 128) return gx_errf(err, 422, "mig-configs", "a config name is longer than 128 characters");
         snprintf(f, sizeof f, "mig-configs.%s", name);
         if (!json_is_array(list)) return gx_errf(err, 422, f, "must be a list of {devices, mig-enabled, mig-devices}");
         size_t i;

@@ -19,10 +19,10 @@
 typedef struct mps_gpu {
     char uuid[96];
     char pipe[PATH_MAX], log[PATH_MAX];
-    char state[160];
+    char state[PATH_MAX + 128];  /* what happened, naming the log when it failed */
     int running;
     int nvml_index;              /* -1: simulated, the compute mode is not ours to touch */
-    char mode_file[PATH_MAX];    /* "" when we did not change the compute mode */
+    char mode_file[PATH_MAX + 16];   /* "" when we did not change the compute mode; DIR/compute-mode */
 } mps_gpu;
 
 struct gx_gpu_mps {

@@ -6,6 +6,7 @@
 #ifndef GX_ERR_H
 #define GX_ERR_H
 #include <stdarg.h>
+#include <stddef.h>
 
 typedef struct gx_err {
     int status;       /* the HTTP status this error maps to: 400, 404, 409, 413, 422, 500 */
@@ -20,8 +21,16 @@ void gx_err_clear(gx_err *e);
 /* Fill e (which may be NULL) and return -1, so callers can `return gx_errf(...)`. */
 int gx_errf(gx_err *e, int status, const char *field, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
-/* Prefix the field path: gx_err_prefix(e, "spec") turns "flavors[0]" into "spec.flavors[0]". */
+/* Prefix the field path: gx_err_prefix(e, "spec") turns "flavors[0]" into "spec.flavors[0]".
+ * A path too long for field keeps its end, after "...". */
 void gx_err_prefix(gx_err *e, const char *prefix);
+/* Put "WHERE: " (from fmt) before the message: gx_err_wrap(e, "%s:%d", file, line). The
+ * message stays whole; when both do not fit, WHERE keeps its end, after "...". */
+void gx_err_wrap(gx_err *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* A field path from fmt into buf (n bytes), for gx_errf: buf, or `parent` when the path
+ * does not fit (a user's key of any length): a shorter path, never a cut one. */
+const char *gx_err_path(char *buf, size_t n, const char *parent, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 /* "file.yaml:12: spec.x: message" style one-liner into buf. */
 const char *gx_err_str(const gx_err *e, const char *file, char *buf, unsigned n);
 

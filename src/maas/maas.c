@@ -228,7 +228,8 @@ int gx_maas_validate(gx_maas *m, const json_t *doc, json_t *const *others, size_
     const char *kind = json_string_value(json_object_get(doc, "kind"));
     if (!strcmp(kind, "Tier")) {
         const char *name = json_string_value(json_object_get(json_object_get(doc, "metadata"), "name"));
-        if (!name || !gx_dns_label_ok(name)) return gx_errf(err, 422, "metadata.name", "a Tier needs a name (lower case, digits and -)");
+        /* a label, not any subdomain: keys and usage records hold a tier's name in 64 bytes */
+        if (gx_k8s_check_label(name, GX_K8S_LABEL_MAX, "metadata.name", err)) return -1;
         return gx_maas_tier_parse(doc, NULL, err);
     }
     if (gx_maas_model_validate(doc, err)) return -1;

@@ -11,6 +11,7 @@
 #include "api/http.h"
 #include "lib/err.h"
 #include "lib/strmap.h"
+#include "lib/wlkey.h"
 #include "store/store.h"
 #include "maas/maas.h"
 #include "maas/body.h"
@@ -18,6 +19,7 @@
 #define GX_MAAS_WIN 4          /* windows per kind (e.g. per minute and per day) */
 #define GX_MAAS_MAX_REPLICAS 16
 #define GX_MAAS_HASH 32
+#define GX_MAAS_MODEL_NAME_MAX 50   /* a Model's name: a DNS-1123 subdomain this long at most */
 
 /* ---- limits.c: windows, buckets, reservation ------------------------------------ */
 
@@ -173,7 +175,7 @@ typedef struct gx_maas_replica {
     char *scraped;             /* the kept families (gx_maas_scrape_filter), NULL: none */
     int64_t scraped_at, next_scrape_ms;
     /* workload-backed */
-    char wl_key[256];
+    gx_wlkey wl;               /* its Job's key: namespace and "maas-MODEL-I" */
     int port;
     int wl_state;              /* 0 none, 1 submitted, 2 stopping (waiting to delete) */
     int64_t start_at;          /* restart after back-off */

@@ -81,11 +81,25 @@ static int validate_workload(const json_t *w, gx_err *err)
     return 0;
 }
 
+/* The Job of replica i of the workload-backed Model `model`: maas-MODEL-I in namespace
+ * ns. The Model's name must make valid Job names (DNS-1123 labels): refused, never cut. */
+static int replica_key(gx_wlkey *k, const char *ns, const char *model, int i, gx_err *err)
+{
+    char job[GX_K8S_LABEL_MAX + 2], why[GX_K8S_PROBLEM_MAX];
+    int n = snprintf(job, sizeof job, "maas-%s-%d", model, i);
+    const char *p = n < 0 || (size_t)n >= sizeof job ? "must be no more than 63 characters"
+                                                    : gx_k8s_label_problem(job, GX_K8S_LABEL_MAX, why, sizeof why);
+    if (p)
+        return gx_errf(err, 422, "metadata.name", "Invalid value: \"%s\": a Model with spec.workload runs its "
+                       "replicas as Jobs named maas-NAME-N, and a Job name %s (maas-%s-%d)", model, p, model, i);
+    return gx_wlkey_make(k, ns ? ns : "default", job, err);
+}
+
 int gx_maas_model_validate(const json_t *doc, gx_err *err)
 {
     const char *name = json_string_value(json_object_get(json_object_get(doc, "metadata"), "name"));
-    if (!name || !gx_dns_label_ok(name) || strlen(name) > 50)
-        return gx_errf(err, 422, "metadata.name", "a Model needs a name (lower case, digits and -, at most 50)");
+    /* at most 50: what the gateway's tables and usage records hold */
+    if (gx_k8s_check_subdomain(name, GX_MAAS_MODEL_NAME_MAX, "metadata.name", err)) return -1;
     const json_t *spec = json_object_get(doc, "spec");
     if (!json_is_object(spec)) return gx_errf(err, 422, "spec", "a Model needs a spec");
     const json_t *sn = json_object_get(spec, "servedNames");
@@ -105,7 +119,14 @@ int gx_maas_model_validate(const json_t *doc, gx_err *err)
         json_array_foreach(u, i, x)
             if (!url_ok(json_string_value(x))) return gx_errf(err, 422, "spec.urls", "entry %zu is not an http(s) URL", i);
     }
-    if (json_object_get(spec, "workload") && validate_workload(json_object_get(spec, "workload"), err)) return -1;
+    if (json_object_get(spec, "workload")) {
+        const json_t *w = json_object_get(spec, "workload");
+        if (validate_workload(w, err)) return -1;
+        const json_t *r = json_object_get(w, "replicas");
+        gx_wlkey k;
+        for (int i = 0; i < (json_is_integer(r) ? (int)json_integer_value(r) : 1); i++)
+            if (replica_key(&k, json_string_value(json_object_get(w, "namespace")), name, i, err)) return -1;
+    }
     const json_t *mb = json_object_get(spec, "maxBodyBytes");
     if (mb && (!json_is_integer(mb) || json_integer_value(mb) < 1024 || json_integer_value(mb) > (1LL << 30)))
         return gx_errf(err, 422, "spec.maxBodyBytes", "must be an integer from 1024 to 1073741824");
@@ -179,19 +200,20 @@ static unsigned long long spec_hash(const json_t *spec)
     return h;
 }
 
-static void record_key(const gx_maas_replica *r, char *out, size_t n) { snprintf(out, n, "maas-server:%s", r->wl_key); }
+#define RECORD_KEY_MAX (sizeof "maas-server:" + GX_WLKEY_MAX)   /* room for any workload key */
+static void record_key(const gx_maas_replica *r, char *out, size_t n) { snprintf(out, n, "maas-server:%s", r->wl.key); }
 
 /* Remember (value "createdAt port hash") or forget ("", md may be NULL) the server a
  * replica started. */
 static void record_server(gx_maas *m, const gx_maas_model *md, const gx_maas_replica *r, int keep)
 {
-    char k[300], v[128] = "";
+    char k[RECORD_KEY_MAX], v[128] = "";
     record_key(r, k, sizeof k);
     if (keep && md) snprintf(v, sizeof v, "%s %d %016llx", r->created[0] ? r->created : "-", r->port, spec_hash(md->spec));
     gx_err e;
     gx_err_clear(&e);
     if (gx_store_meta_put(m->d->store, k, v, &e))
-        fprintf(stderr, "gpuaas: gateway: recording model server %s: %s (it is replaced after a restart)\n", r->wl_key, e.msg);
+        fprintf(stderr, "gpuaas: gateway: recording model server %s: %s (it is replaced after a restart)\n", r->wl.key, e.msg);
 }
 
 /* A Job of this replica's name found when the replica has none: the server this
@@ -204,7 +226,7 @@ static int adopt(gx_maas *m, gx_maas_model *md, gx_maas_replica *r, const json_t
     const char *created = json_string_value(json_object_get(v, "createdAt"));
     if (!phase || !created || (strcmp(phase, "Running") && strcmp(phase, "Pending") && strcmp(phase, "Admitted")))
         return 0;
-    char k[300], rec[128], c[40];
+    char k[RECORD_KEY_MAX], rec[128], c[40];
     int port;
     unsigned long long h;
     record_key(r, k, sizeof k);
@@ -217,7 +239,7 @@ static int adopt(gx_maas *m, gx_maas_model *md, gx_maas_replica *r, const json_t
     r->start_at = now;
     r->ready = !strcmp(phase, "Running");
     r->next_probe_ms = now;
-    fprintf(stderr, "gpuaas: gateway: model %s: adopted its server %s (%s, port %d)\n", md->name, r->wl_key, phase, port);
+    fprintf(stderr, "gpuaas: gateway: model %s: adopted its server %s (%s, port %d)\n", md->name, r->wl.key, phase, port);
     return 1;
 }
 
@@ -227,7 +249,7 @@ static void stop_replica(gx_maas *m, gx_maas_replica *r)
     r->ready = 0;
     if (r->wl_state == 1) {
         gx_err e;
-        gx_d_cancel(m->d, r->wl_key, "the gateway (model changed, deleted or idle)", &e);
+        gx_d_cancel(m->d, r->wl.key, "the gateway (model changed, deleted or idle)", &e);
         r->wl_state = 2;
     }
 }
@@ -398,9 +420,14 @@ void gx_maas_models_apply(gx_maas *m, const json_t *doc)
         md->idle_ms = (json_is_integer(idle) ? json_integer_value(idle) : 300) * 1000;
         md->wanted = md->min_replicas > 0;
         for (int i = 0; i < n; i++) {
+            gx_err e;
             gx_maas_replica *x = new_replica("");
-            const char *ns = json_string_value(json_object_get(w, "namespace"));
-            snprintf(x->wl_key, sizeof x->wl_key, "%s/maas-%s-%d", ns ? ns : "default", name, i);
+            if (replica_key(&x->wl, json_string_value(json_object_get(w, "namespace")), name, i, &e)) {
+                /* validated at apply: only a Model stored before the rule gets here, and runs no server */
+                fprintf(stderr, "gpuaas: gateway: model %s: %s: %s\n", name, e.field, e.msg);
+                free(x);
+                continue;
+            }
             md->rep[md->nrep++] = x;
         }
     } else if (json_object_get(spec, "url")) {
@@ -514,14 +541,11 @@ static json_t *job_of(gx_maas_model *md, gx_maas_replica *r)
     size_t i;
     json_array_foreach(json_object_get(w, "command"), i, v)
         json_array_append_new(cmd, render(json_string_value(v), r->port, model, share));
-    const char *slash = strchr(r->wl_key, '/');
-    char ns[128];
-    snprintf(ns, sizeof ns, "%.*s", (int)(slash - r->wl_key), r->wl_key);
     char port[16];
     snprintf(port, sizeof port, "%d", r->port);
     return json_pack("{s:s,s:s,s:{s:s,s:s,s:{s:s,s:s}},s:{s:i,s:{s:{s:s,s:i,s:[{s:s,s:s,s:o,s:[{s:s,s:s}],s:{s:O}}]}}}}",
         "apiVersion", "batch/v1", "kind", "Job",
-        "metadata", "name", slash + 1, "namespace", ns, "labels",
+        "metadata", "name", r->wl.name, "namespace", r->wl.ns, "labels",
         "kueue.x-k8s.io/queue-name", json_string_value(json_object_get(w, "queue")), "gpuaas.dev/model", md->name,
         "spec", "backoffLimit", 0, "template", "spec", "restartPolicy", "Never", "terminationGracePeriodSeconds", 5,
         "containers", "name", "model-server", "image", "local", "command", cmd,
@@ -539,18 +563,18 @@ static void manage(gx_maas *m, gx_maas_model *md, gx_maas_replica *r, int desire
     gx_err e;
     gx_err_clear(&e);
     if (r->wl_state == 2) { /* stopping: delete the Job once its processes are gone */
-        if (!gx_d_active(m->d, r->wl_key)) {
-            json_t *v = gx_d_view(m->d, r->wl_key);
+        if (!gx_d_active(m->d, r->wl.key)) {
+            json_t *v = gx_d_view(m->d, r->wl.key);
             /* forget it first: a crash between the two leaves a Job that is not adopted */
             if (v) record_server(m, md, r, 0);
-            if (v) gx_d_delete(m->d, r->wl_key, &e);
+            if (v) gx_d_delete(m->d, r->wl.key, &e);
             json_decref(v);
             r->wl_state = 0;
         }
         return;
     }
     if (r->wl_state == 1) {
-        json_t *v = gx_d_view(m->d, r->wl_key);
+        json_t *v = gx_d_view(m->d, r->wl.key);
         const char *phase = v ? json_string_value(json_object_get(v, "phase")) : NULL;
         if (!v || ended(phase) || !desired) {
             if (v && ended(phase) && desired) {
@@ -558,7 +582,7 @@ static void manage(gx_maas *m, gx_maas_model *md, gx_maas_replica *r, int desire
                 r->start_at = now + r->backoff_ms;
                 r->restarts++;
                 fprintf(stderr, "gpuaas: gateway: model %s: server %s ended (%s); restart in %llds\n", md->name,
-                        r->wl_key, phase, (long long)(r->backoff_ms / 1000));
+                        r->wl.key, phase, (long long)(r->backoff_ms / 1000));
             }
             r->ready = 0;
             if (!v) r->wl_state = 0;
@@ -571,7 +595,7 @@ static void manage(gx_maas *m, gx_maas_model *md, gx_maas_replica *r, int desire
         return;
     }
     if (r->retired || !md->present) return;
-    json_t *old = gx_d_view(m->d, r->wl_key);
+    json_t *old = gx_d_view(m->d, r->wl.key);
     if (old && adopt(m, md, r, old, now)) {
         json_decref(old);
         if (!desired) { /* a scaled-to-zero model whose server ran: it idles out from now */
@@ -592,7 +616,7 @@ static void manage(gx_maas *m, gx_maas_model *md, gx_maas_replica *r, int desire
     json_t *job = job_of(md, r);
     json_t *view = NULL;
     if (r->port < 0 || gx_d_submit(m->d, job, NULL, &view, &e)) {
-        fprintf(stderr, "gpuaas: gateway: model %s: cannot start %s: %s\n", md->name, r->wl_key, e.msg);
+        fprintf(stderr, "gpuaas: gateway: model %s: cannot start %s: %s\n", md->name, r->wl.key, e.msg);
         r->start_at = now + 5000;
     } else {
         r->wl_state = 1;
@@ -670,7 +694,7 @@ json_t *gx_maas_model_view(const gx_maas_model *md)
         ready += r->ready;
         json_t *x = json_pack("{s:s,s:b,s:i}", "url", r->url, "ready", r->ready, "outstanding", r->outstanding);
         if (md->workload) {
-            json_object_set_new(x, "workload", json_string(r->wl_key));
+            json_object_set_new(x, "workload", json_string(r->wl.key));
             json_object_set_new(x, "restarts", json_integer(r->restarts));
         }
         json_array_append_new(reps, x);

@@ -2,13 +2,14 @@
  * once, change role and namespaces, set a password, delete), namespaces and their
  * queues, tiers (the gateway's, when it is there), templates, and applying Kueue
  * configuration (YAML pasted or loaded from a file).
- * Owns: those forms; every change goes through gx_auth_* or gx_d_apply, which
+ * Owns: those forms; every change goes through gx_auth_*, gx_d_delete_user or gx_d_apply, which
  * validate and commit before they return.
  * Must not: be reachable by a non-admin (portal.c answers 403 before this file), or
  * hold a gx_user pointer across a change of the user table (it moves). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "api/users.h"
 #include "lib/yaml.h"
 #include "portal/portal_int.h"
 
@@ -224,8 +225,8 @@ void gx_portal_admin_post(gx_portal_ctx *c)
     if (!strcmp(op, "delete")) {
         int self = c->s && !strcmp(c->s->user, user);
         if (self) { gx_portal_admin(c, NULL, "You cannot delete yourself here."); return; }
-        int rc = gx_auth_delete_user(c->d->auth, user, &e);
-        if (!rc) gx_portal_session_drop_user(c->p, user);
+        /* the same path as DELETE /api/v1/users/NAME: keys revoked, sessions ended */
+        int rc = gx_d_delete_user(c->d, user, &e);
         /* dropping sessions may move ours in the table; find it and the user again */
         c->s = gx_portal_session_find(c->p, c->req, c->now);
         c->user = c->s ? gx_auth_find(c->d->auth, c->s->user) : NULL;

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "lib/k8sname.h"
 #include "lib/yaml.h"
 #include "portal/portal_int.h"
 #include "portal/template.h"
@@ -199,18 +200,19 @@ static void form_page(gx_portal_ctx *c, const json_t *t, const json_t *form, con
     gx_portal_page_end(c, &b, err ? 422 : 200);
 }
 
-/* Fill metadata.generateName ("notebook-") into a name, as Kubernetes would. */
+static uint32_t draw(uint32_t upper) { return randombytes_uniform(upper); }
+
+/* Fill metadata.generateName ("notebook-") into a name, as Kubernetes would, now: the
+ * review page shows the name that will be submitted. */
 static void generate_name(json_t *m)
 {
     json_t *md = json_object_get(m, "metadata");
     const char *gen = json_string_value(json_object_get(md, "generateName"));
     if (!gen || json_string_length(json_object_get(md, "name"))) return;
-    char name[80];
-    size_t n = (size_t)snprintf(name, sizeof name, "%.57s", gen);
-    for (int i = 0; i < 5; i++) name[n++] = "bcdfghjklmnpqrstvwxz2456789"[randombytes_uniform(27)];
-    name[n] = 0;
-    json_object_set_new(md, "name", json_string(name));
-    json_object_del(md, "generateName");
+    char name[GX_K8S_LABEL_MAX + 1];
+    gx_k8s_generate_name(gen, draw, name, sizeof name);
+    /* a prefix that is not even text is left for gx_d_submit to refuse in Kubernetes' words */
+    if (json_object_set_new(md, "name", json_string(name)) == 0) json_object_del(md, "generateName");
 }
 
 static void review_page(gx_portal_ctx *c, const json_t *t, const json_t *values, const json_t *m)

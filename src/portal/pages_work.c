@@ -200,10 +200,10 @@ void gx_portal_home(gx_portal_ctx *c)
 
 static json_t *visible(gx_portal_ctx *c, const char *ns, const char *name)
 {
-    if (!gx_user_in_ns(c->user, ns)) return NULL;
-    char key[300];
-    snprintf(key, sizeof key, "%s/%s", ns, name);
-    return gx_d_view(c->d, key);
+    gx_wlkey k;
+    gx_err e;
+    if (!gx_user_in_ns(c->user, ns) || gx_wlkey_make(&k, ns, name, &e)) return NULL;
+    return gx_d_view(c->d, k.key);
 }
 
 static int by_time(const void *a, const void *b)
@@ -339,11 +339,11 @@ void gx_portal_workload_cancel(gx_portal_ctx *c, const char *ns, const char *nam
     json_t *w = visible(c, ns, name);
     if (!w) { gx_portal_error_page(c, 404, "Not found", "No such workload in your namespaces."); return; }
     json_decref(w);
-    char key[300], to[600];
-    snprintf(key, sizeof key, "%s/%s", ns, name);
+    char to[600];
+    gx_wlkey k;
     gx_err e;
     gx_err_clear(&e);
-    if (gx_d_cancel(c->d, key, c->user->name, &e)) {
+    if (gx_wlkey_make(&k, ns, name, &e) || gx_d_cancel(c->d, k.key, c->user->name, &e)) {
         gx_portal_error_page(c, e.status >= 400 ? e.status : 500, "Cannot cancel", e.msg);
         return;
     }

@@ -26,8 +26,9 @@ int gx_portal_route(gx_portal *p, gx_req *req, gx_resp *resp);
  * pages' JavaScript call the REST API as the signed-in person. */
 const gx_user *gx_portal_api_user(gx_portal *p, gx_req *req);
 
-/* A user was deleted (by the REST API): end their sessions at once, in memory and in
- * the store, so a user created later under the same name does not inherit them. */
+/* A user was deleted (gx_d_delete_user, for the REST API and the Admin page): end their
+ * sessions at once, in memory and in the store, so a user created later under the same
+ * name does not inherit them. */
 void gx_portal_user_deleted(gx_portal *p, const char *user);
 
 /* Is kind one of the portal's (Template, PortalConfig)? */

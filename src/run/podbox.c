@@ -22,7 +22,7 @@ struct gx_podbox {
     gx_identity *ids;
     char bwrap[PATH_MAX], shim[PATH_MAX];
     char data_dir[PATH_MAX], work_root[PATH_MAX];
-    char unavailable[600];            /* "" when pods can start */
+    char unavailable[PATH_MAX + 512]; /* "" when pods can start; holds a path and a reason */
 };
 
 /* mkdir -p, every level root's 0755 except the last, made with `mode`. */

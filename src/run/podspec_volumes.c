@@ -44,7 +44,7 @@ static int check_volumes(const json_t *volumes, const char *base, gx_err *err)
     size_t i;
     json_t *v;
     json_array_foreach(volumes, i, v) {
-        char fv[240], fp[280];
+        char fv[sizeof f + 24], fp[sizeof fv + 24];
         snprintf(fv, sizeof fv, "%s[%zu]", f, i);
         const char *name = json_string_value(json_object_get(v, "name"));
         if (!name || !*name) return gx_errf(err, 422, fv, "a volume needs a name");
@@ -85,7 +85,7 @@ int gx_podspec_read_volumes(const json_t *podspec, const json_t *container, cons
     size_t i, vi;
     json_t *m;
     json_array_foreach(mounts, i, m) {
-        char fm[240];
+        char fm[sizeof f + 24];
         snprintf(fm, sizeof fm, "%s[%zu]", f, i);
         const char *name = json_string_value(json_object_get(m, "name"));
         const char *path = json_string_value(json_object_get(m, "mountPath"));

@@ -7,6 +7,7 @@
 #include <string.h>
 #include "run/run_config.h"
 #include "core/quantity.h"
+#include "lib/k8sname.h"
 
 #define DEFAULT_UID_LO 2000000000u
 #define DEFAULT_UID_HI 2000999999u
@@ -136,7 +137,7 @@ static int load_namespace(gx_run_config *r, const char *ns, const json_t *v, uid
 {
     char f[128];
     snprintf(f, sizeof f, "run.namespaces.%.63s", ns);
-    if (!*ns || strlen(ns) > 63) return gx_errf(err, 422, "run.namespaces", "\"%.80s\" is not a namespace name", ns);
+    if (gx_k8s_check_label(ns, GX_K8S_LABEL_MAX, "run.namespaces", err)) return -1;
     if (!json_is_object(v)) return gx_errf(err, 422, f, "must be a mapping {runAsUser, runAsGroup, hostPaths}");
     json_t *o = json_object();
     json_object_set_new(r->namespaces, ns, o);

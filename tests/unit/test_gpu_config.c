@@ -100,3 +100,46 @@ Test(gpu_config, mistakes_are_named)
     cr_assert(strstr(e.msg, "missing.yaml"), "%s", e.msg);
     gx_config_free(&c);
 }
+
+/* Nothing is cut silently: a path too long is refused naming its field; a long file name
+ * in an error gives way before the message does; a long unknown key is named by its
+ * parent's path, not by a cut one. */
+Test(gpu_config, long_input_is_refused_not_cut)
+{
+    gx_config c;
+    gx_err e;
+    static char text[6000], big[5000];
+    memset(big, 'a', sizeof big - 1);
+    snprintf(text, sizeof text, "apiVersion: gpuaas.dev/v1alpha1\nkind: ServerConfig\ninventory:\n  mpsRoot: /%s\n", big);
+    put("long.yaml", text);
+    char p[256];
+    snprintf(p, sizeof p, "%s/long.yaml", dir);
+    gx_config_defaults(&c);
+    cr_assert_eq(gx_config_load(&c, p, &e), -1, "a 5000-byte mpsRoot was taken (cut?): %.60s...", c.mps_root);
+    cr_assert_str_eq(e.field, "inventory.mpsRoot");
+    cr_assert(strstr(e.msg, "longer than 4095 bytes"), "%s", e.msg);
+    gx_config_free(&c);
+
+    /* bad.yaml's own message, whole, behind a 450-byte path */
+    char sub[600], cmd[sizeof sub * 2 + sizeof dir + 64];
+    snprintf(sub, sizeof sub, "%s/%0100d/%0100d/%0100d/%0100d", dir, 1, 2, 3, 4);
+    snprintf(cmd, sizeof cmd, "mkdir -p %s && cp %s/bad.yaml %s/", sub, dir, sub);
+    cr_assert_eq(system(cmd), 0);
+    snprintf(text, sizeof text, "  devicePlugin: %s/bad.yaml\n", sub);
+    cr_assert_eq(load(text, &c, &e), -1);
+    const char *want = "sharing.timeSlicing.resources[0].replicas: replicas must be at least 1 (got 0)";
+    size_t ml = strlen(e.msg), wl = strlen(want);
+    cr_assert(ml >= wl && !strcmp(e.msg + ml - wl, want), "the message was cut: %s", e.msg);
+    cr_assert(strstr(e.msg, "bad.yaml:6: "), "%s", e.msg);
+    gx_config_free(&c);
+
+    char key[400];
+    memset(key, 'k', 250);   /* the YAML reader takes keys up to 255 bytes */
+    key[250] = 0;
+    snprintf(text, sizeof text, "version: v1\nsharing:\n  timeSlicing:\n    %s: 1\n"
+             "    resources: [{name: nvidia.com/gpu, replicas: 2}]\n", key);
+    put("longkey.yaml", text);
+    cr_assert_eq(load("  devicePlugin: longkey.yaml\n", &c, &e), -1);
+    cr_assert(strstr(e.msg, "longkey.yaml:4: sharing.timeSlicing: unknown field"), "%s", e.msg);
+    gx_config_free(&c);
+}
