@@ -15,4 +15,13 @@ Starting gpuaas on the demo configuration (examples/demo/). In another terminal:
 
 Stop with Ctrl-C (running workloads are re-adopted at the next start).
 TXT
-exec build/gpuaas serve --config examples/demo/gpuaas.yaml --rotate-admin-token
+CONFIG=examples/demo/gpuaas.yaml
+if [[ $(id -u) -ne 0 ]]; then
+  # The pod sandbox switches each pod to its namespace's uid, which needs root. Run as
+  # yourself, the demo's pods run as you, unsandboxed: fine for a laptop, never for a
+  # shared server (docs/security.md).
+  CONFIG=examples/demo/.gpuaas-unsandboxed.yaml
+  { cat examples/demo/gpuaas.yaml; echo "run: {sandbox: none}   # written by scripts/demo.sh: not root"; } > "$CONFIG"
+  echo "NOTE: not root: the demo's pods run as $(id -un), unsandboxed (run.sandbox: none; docs/security.md)"
+fi
+exec build/gpuaas serve --config "$CONFIG" --rotate-admin-token

@@ -95,8 +95,7 @@ static const char *const migrations[] = {
     "CREATE INDEX usage_marks_ts ON usage_marks (max_ts);",
     /* 8: the uid each namespace's pods run as, taken from run.uidRange once and kept, so
      * that files a namespace left keep their owner across restarts (src/store/identities.c) */
-    "CREATE TABLE ns_identities ("
-    "  namespace TEXT PRIMARY KEY, uid INTEGER NOT NULL UNIQUE, created_ms INTEGER NOT NULL);",
+    "CREATE TABLE ns_identities (namespace TEXT PRIMARY KEY, uid INTEGER NOT NULL UNIQUE, created_ms INTEGER NOT NULL);",
 };
 #define N_MIGRATIONS ((int)(sizeof migrations / sizeof migrations[0]))
 

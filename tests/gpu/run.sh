@@ -87,9 +87,12 @@ int main(int argc, char **argv) {
 }
 CU
 # -arch=native (CUDA >= 11.5) builds SASS for this GPU; older nvcc: its default arch + PTX (JIT)
-"$NVCC" -O2 -arch=native -o "$W/burn" "$W/burn.cu" 2>/dev/null || "$NVCC" -O2 -o "$W/burn" "$W/burn.cu" ||
+# pods run sandboxed (docs/security.md): the host's /tmp is not theirs, so the program lives
+# in a folder namespace bench may mount (run.namespaces.bench.hostPaths), bound at its path
+mkdir -p "$W/bin" && chmod 755 "$W" "$W/bin"
+"$NVCC" -O2 -arch=native -o "$W/bin/burn" "$W/burn.cu" 2>/dev/null || "$NVCC" -O2 -o "$W/bin/burn" "$W/burn.cu" ||
   { say "FAIL: nvcc"; exit 1; }
-"$W/burn" 1000 >/dev/null || { say "FAIL: the CUDA program does not run outside gpuaas"; exit 1; }
+"$W/bin/burn" 1000 >/dev/null || { say "FAIL: the CUDA program does not run outside gpuaas"; exit 1; }
 
 cat > "$W/node.yaml" <<'YAML'
 apiVersion: gpuaas.dev/v1alpha1
@@ -139,6 +142,7 @@ YAML
     echo "dataDir: $data"
     echo "inventory: {source: nvml, nodes: $W/node.yaml${dp:+, devicePlugin: $dp}}"
     echo "manifests: [$W/queues-$name.yaml]"
+    echo "run: {namespaces: {bench: {hostPaths: [{path: $W/bin, readOnly: true}]}}}"
   } > "$W/$name.yaml"
   "$G" serve --config "$W/$name.yaml" > "$W/$name.log" 2>&1 &
   local pid=$!
@@ -166,10 +170,12 @@ spec:
   backoffLimit: 0
   template:
     spec:
+      volumes: [{name: bin, hostPath: {path: $W/bin}}]
       containers:
       - name: burn
         image: local
-        command: ["$W/burn"]
+        command: ["$W/bin/burn"]
+        volumeMounts: [{name: bin, mountPath: $W/bin, readOnly: true}]
         resources: {requests: {cpu: "1", nvidia.com/gpu: "1"}}
 YAML
   done
