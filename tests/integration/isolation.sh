@@ -170,6 +170,10 @@ expect_eq "exit code 137, as Kubernetes reports it" "$(wl_field team-a/hog '.pod
 expect_match "the message says so, with the limit" "$(wl_field team-a/hog .message)" "OOMKilled \(memory limit 64Mi\)"
 expect_match "gpuaas show prints OOMKilled" "$("$G" show team-a/hog)" "OOMKilled"
 expect_eq "it never got past the limit" "$(grep -c survived <<<"$out")" 0
+# the portal's workload page, signed in with the admin's token
+login=$(curl -s -c "$TMP/jar" -b "$TMP/jar" "$GPUAAS_SERVER/login" | grep -o 'name="_login" value="[^"]*"' | head -1 | sed 's/.*value="//; s/"$//')
+curl -s -o /dev/null -c "$TMP/jar" -b "$TMP/jar" --data-urlencode "_login=$login" --data-urlencode "token=$ADMIN_TOKEN" "$GPUAAS_SERVER/login"
+expect_match "the portal shows OOMKilled" "$(curl -s -b "$TMP/jar" "$GPUAAS_SERVER/ui/workloads/team-a/hog")" "<td>OOMKilled</td>"
 
 # a failed fork ends the shell that tried it: the loop runs in a subshell, the pod goes on
 ajob forker 0 '(for i in $(seq 1 200); do sleep 60 & done) 2>/dev/null; echo started; exec sleep 60' > "$TMP/forker.yaml"
@@ -211,9 +215,28 @@ expect_eq "and the restarted daemon reports OOMKilled" "$(wl_field team-a/surviv
 "$G" cancel team-b/victim >/dev/null
 check "the victim is cancelled" wait_phase team-b/victim Deactivated 20
 
+# ---- a host that cannot sandbox: said at start, and every pod fails with the reason ----
+stop_daemon
+GPUAAS_BWRAP=/nonexistent/bwrap start_daemon "$cfg" || { fail "daemon start without bwrap"; finish; exit 1; }
+expect_match "the banner says the sandbox is unavailable and why" "$(grep "sandbox:   UNAVAILABLE" "$TMP/serve.log" | tail -1)" \
+  "UNAVAILABLE: bwrap not found: install the Debian package bubblewrap"
+ajob nobox 0 'echo ran' > "$TMP/nobox.yaml"
+"$G" submit -f "$TMP/nobox.yaml" >/dev/null
+check "a pod cannot start unsandboxed" wait_phase team-a/nobox Failed 20
+expect_match "and its Job says why" "$(wl_field team-a/nobox .message)" "sandbox is unavailable: bwrap not found"
+expect_eq "its command never ran" "$(cat "$DATA/logs/team-a/nobox/pod-0.log" 2>/dev/null)" ""
+stop_daemon
+start_daemon "$cfg" || { fail "daemon restart"; finish; exit 1; }
+
 # ---- delete removes the working folder, never following a link the tenant left ---------
 run_pod linker 0 'ln -s /etc/hostname ./link; echo made' >/dev/null
 expect_eq "delete of a finished workload" "$(status_of "$(api DELETE /api/v1/workloads/team-a/linker)")" 200
 check "delete removed the working folder" test ! -e "$DATA/work/team-a/linker"
 check "and not what a link in it pointed to" test -s /etc/hostname
+# ---- run.sandbox: none must be written, and is warned about ----------------------------
+stop_daemon
+sed -i 's/^run: {/run: {sandbox: none, /' "$cfg"
+start_daemon "$cfg" || { fail "daemon start unsandboxed"; finish; exit 1; }
+expect_match "run.sandbox: none is warned about at start" "$(grep 'sandbox:' "$TMP/serve.log" | tail -1)" \
+  "NONE \(run.sandbox: none\): pods run as the daemon's uid 0 with no isolation"
 finish
