@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "lib/k8sname.h"
+#include "test_repeat.h"
 
 #define LABEL_MSG "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must " \
                   "start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for "     \
@@ -11,16 +12,6 @@
 #define SUBDOMAIN_MSG "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', " \
                       "and must start and end with an alphanumeric character (e.g. 'example.com', regex used for "    \
                       "validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"
-
-static char *repeat(char c, size_t n)
-{
-    static char buf[4][600];
-    static int k;
-    char *b = buf[k++ % 4];
-    memset(b, c, n);
-    b[n] = 0;
-    return b;
-}
 
 Test(k8sname, label_table)
 {

@@ -177,31 +177,16 @@ Test(identity, never_an_account_of_the_host, .init = store_tmp_make, .fini = sto
     gx_run_config_free(&r);
 }
 
-/* ---- device nodes ---- */
-
-static char devdir[64];
+/* ---- device nodes (made in the test's throw-away folder) ---- */
 
 static void mknod_c(const char *rel, unsigned maj, unsigned min)
 {
     char p[256];
-    snprintf(p, sizeof p, "%s/%s", devdir, rel);
+    snprintf(p, sizeof p, "%s/%s", dir, rel);
     cr_assert_eq(mknod(p, S_IFCHR | 0666, makedev(maj, min)), 0, "mknod %s: %s", p, strerror(errno));
 }
 
-static void dev_make(void)
-{
-    snprintf(devdir, sizeof devdir, "/tmp/gpuaas-dev.XXXXXX");
-    cr_assert_not_null(mkdtemp(devdir));
-}
-
-static void dev_remove(void)
-{
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", devdir);
-    cr_assert_eq(system(cmd), 0);
-}
-
-Test(devnodes, only_the_pods_gpus_and_the_common_nodes, .init = dev_make, .fini = dev_remove)
+Test(devnodes, only_the_pods_gpus_and_the_common_nodes, .init = store_tmp_make, .fini = store_tmp_remove)
 {
     if (geteuid() != 0) cr_skip_test("needs root (mknod of device nodes); CI runs the unit tests as root");
     mknod_c("nvidia0", 195, 0);
@@ -210,10 +195,10 @@ Test(devnodes, only_the_pods_gpus_and_the_common_nodes, .init = dev_make, .fini 
     mknod_c("nvidia-uvm", 509, 0);
     gx_devnode out[GX_DEVNODES_MAX];
     gx_err e;
-    cr_assert_eq(gx_devnodes_for(devdir, "/nonexistent", NULL, 0, out, GX_DEVNODES_MAX, &e), 0,
+    cr_assert_eq(gx_devnodes_for(dir, "/nonexistent", NULL, 0, out, GX_DEVNODES_MAX, &e), 0,
                  "no GPU: no nvidia node at all");
     gx_devsel one = {1, -1, -1};
-    int n = gx_devnodes_for(devdir, "/nonexistent", &one, 1, out, GX_DEVNODES_MAX, &e);
+    int n = gx_devnodes_for(dir, "/nonexistent", &one, 1, out, GX_DEVNODES_MAX, &e);
     cr_assert_eq(n, 3, "nvidiactl, nvidia-uvm and nvidia1 (%s)", e.msg);
     cr_assert_str_eq(out[0].dst, "/dev/nvidiactl");
     cr_assert_str_eq(out[1].dst, "/dev/nvidia-uvm");
@@ -224,16 +209,16 @@ Test(devnodes, only_the_pods_gpus_and_the_common_nodes, .init = dev_make, .fini 
     cr_assert_eq(out[2].minor, 1u);
     for (int i = 0; i < n; i++) cr_assert_str_neq(out[i].dst, "/dev/nvidia0", "another pod's GPU");
     gx_devsel missing = {5, -1, -1};
-    cr_assert_eq(gx_devnodes_for(devdir, "/nonexistent", &missing, 1, out, GX_DEVNODES_MAX, &e), -1,
+    cr_assert_eq(gx_devnodes_for(dir, "/nonexistent", &missing, 1, out, GX_DEVNODES_MAX, &e), -1,
                  "a GPU whose node is missing where the driver's are present");
     cr_assert(strstr(e.msg, "nvidia5 is missing"), "%s", e.msg);
 }
 
-Test(devnodes, a_mig_device_gets_its_capability_nodes, .init = dev_make, .fini = dev_remove)
+Test(devnodes, a_mig_device_gets_its_capability_nodes, .init = store_tmp_make, .fini = store_tmp_remove)
 {
     if (geteuid() != 0) cr_skip_test("needs root (mknod of device nodes); CI runs the unit tests as root");
     char p[256];
-    snprintf(p, sizeof p, "%s/nvidia-caps", devdir);
+    snprintf(p, sizeof p, "%s/nvidia-caps", dir);
     cr_assert_eq(mkdir(p, 0755), 0);
     mknod_c("nvidia0", 195, 0);
     mknod_c("nvidiactl", 195, 255);
@@ -242,7 +227,7 @@ Test(devnodes, a_mig_device_gets_its_capability_nodes, .init = dev_make, .fini =
     mknod_c("nvidia-caps/nvidia-cap30", 234, 30);
     /* the driver's capability files, as /proc/driver/nvidia/capabilities has them */
     char caps[300];
-    snprintf(caps, sizeof caps, "%s/caps", devdir);
+    snprintf(caps, sizeof caps, "%s/caps", dir);
     const char *files[][2] = {{"gpu0/mig/gi2/access", "DeviceFileMinor: 21\nDeviceFileMode: 292\n"},
                               {"gpu0/mig/gi2/ci0/access", "DeviceFileMinor: 22\nDeviceFileMode: 292\n"},
                               {"gpu0/mig/gi3/access", "DeviceFileMinor: 30\n"}};
@@ -255,7 +240,7 @@ Test(devnodes, a_mig_device_gets_its_capability_nodes, .init = dev_make, .fini =
     gx_devsel mig = {0, 2, 0};
     gx_devnode out[GX_DEVNODES_MAX];
     gx_err e;
-    int n = gx_devnodes_for(devdir, caps, &mig, 1, out, GX_DEVNODES_MAX, &e);
+    int n = gx_devnodes_for(dir, caps, &mig, 1, out, GX_DEVNODES_MAX, &e);
     cr_assert_eq(n, 4, "nvidiactl, nvidia0 and two caps (%s)", e.msg);
     cr_assert_str_eq(out[2].dst, "/dev/nvidia-caps/nvidia-cap21");
     cr_assert_str_eq(out[3].dst, "/dev/nvidia-caps/nvidia-cap22");

@@ -19,20 +19,12 @@
 #include <unistd.h>
 #include "run/proc.h"
 #include "run/sandbox.h"
+#include "test_proc_util.h"
 
 #define POD_UID 200123
 #define POD_GID 200456
 #define TMP_BYTES (4 << 20)
 
-/* snprintf that fails the test instead of cutting a path. */
-static void __attribute__((format(printf, 3, 4))) fmt(char *buf, size_t n, const char *f, ...)
-{
-    va_list ap;
-    va_start(ap, f);
-    int w = vsnprintf(buf, n, f, ap);
-    va_end(ap);
-    cr_assert(w >= 0 && (size_t)w < n, "does not fit in %zu bytes: %s", n, f);
-}
 
 /* ---- the argv builder ---- */
 
@@ -211,7 +203,6 @@ static struct box {
 } B;
 
 static void box_remove(void);
-static void read_file(const char *path, char *out, size_t n);
 
 /* Criterion runs no .fini after a skip: clean up first. */
 #define SKIP(...)                  \
@@ -326,16 +317,6 @@ static void box_start(const char *script, const char *const *cg, int ncg, gx_pro
     char **av = box_argv(script, NULL, 0);
     box_start_argv(av, cg, ncg, p);
     gx_sandbox_free_argv(av);
-}
-
-static void read_file(const char *path, char *out, size_t n)
-{
-    out[0] = 0;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return;
-    ssize_t k = read(fd, out, n - 1);
-    close(fd);
-    out[k > 0 ? k : 0] = 0;
 }
 
 /* Bounded poll until the shim has exited; then its reports, and the log into B.out. */
@@ -534,28 +515,7 @@ Test(sandbox, marker_and_start_errors, .init = box_make, .fini = box_remove)
     cr_assert_eq(code, 1, "bwrap's own exit code");
 }
 
-/* The pid of the first child of pid, or 0. */
-static pid_t child_of(pid_t pid)
-{
-    char path[64], buf[64];
-    fmt(path, sizeof path, "/proc/%d/task/%d/children", (int)pid, (int)pid);
-    read_file(path, buf, sizeof buf);
-    return (pid_t)atoi(buf);
-}
 
-/* Does /proc/pid/environ hold needle? */
-static int environ_has(pid_t pid, const char *needle)
-{
-    char path[64], buf[8192];
-    fmt(path, sizeof path, "/proc/%d/environ", (int)pid);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    cr_assert(fd >= 0, "%s: %s", path, strerror(errno));
-    ssize_t n = read(fd, buf, sizeof buf);
-    close(fd);
-    for (ssize_t i = 0; i < n; i += (ssize_t)strnlen(buf + i, (size_t)(n - i)) + 1)
-        if (!strncmp(buf + i, needle, strlen(needle))) return 1;
-    return 0;
-}
 
 /* Does a cgroup.procs text (one pid a line) list pid? */
 static int lists(const char *procs, pid_t pid)

@@ -16,6 +16,7 @@
 #include <unistd.h>
 #include "run/proc.h"
 #include "run/sandbox.h"
+#include "test_proc_util.h"
 
 #define POD_UID 200123
 #define POD_GID 200456
@@ -24,15 +25,6 @@ static struct {
     char dir[64], log[96], exitp[96], shim[4096];
     char out[8192];
 } T;
-
-static void __attribute__((format(printf, 3, 4))) fmt(char *buf, size_t n, const char *f, ...)
-{
-    va_list ap;
-    va_start(ap, f);
-    int w = vsnprintf(buf, n, f, ap);
-    va_end(ap);
-    cr_assert(w >= 0 && (size_t)w < n, "does not fit in %zu bytes: %s", n, f);
-}
 
 /* A 0755 folder (the pod's uid must reach into it in the root tests). */
 static void dir_make(void)
@@ -58,16 +50,6 @@ static void dir_remove(void)
         dir_remove();              \
         cr_skip_test(__VA_ARGS__); \
     } while (0)
-
-static void read_file(const char *path, char *out, size_t n)
-{
-    out[0] = 0;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return;
-    ssize_t k = read(fd, out, n - 1);
-    close(fd);
-    out[k > 0 ? k : 0] = 0;
-}
 
 static char *const job_env[] = {"PATH=/usr/bin:/bin", "GPUAAS_TEST_SECRET=s3cret", "LD_PRELOAD=/nonexistent/x.so",
                                 NULL};
@@ -151,27 +133,6 @@ Test(shim, never_writes_through_a_symlink, .init = dir_make, .fini = dir_remove)
     cr_assert_neq(lstat(tmp, &st), 0, "the temporary record was left behind");
 }
 
-/* The pid of the first child of pid, or 0. */
-static pid_t child_of(pid_t pid)
-{
-    char path[64], buf[64];
-    fmt(path, sizeof path, "/proc/%d/task/%d/children", (int)pid, (int)pid);
-    read_file(path, buf, sizeof buf);
-    return (pid_t)atoi(buf);
-}
-
-static int environ_has(pid_t pid, const char *needle)
-{
-    char path[64], buf[8192];
-    fmt(path, sizeof path, "/proc/%d/environ", (int)pid);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    cr_assert(fd >= 0, "%s: %s", path, strerror(errno));
-    ssize_t n = read(fd, buf, sizeof buf);
-    close(fd);
-    for (ssize_t i = 0; i < n; i += (ssize_t)strnlen(buf + i, (size_t)(n - i)) + 1)
-        if (!strncmp(buf + i, needle, strlen(needle))) return 1;
-    return 0;
-}
 
 Test(shim, the_jobs_environment_is_the_commands_not_the_shims, .init = dir_make, .fini = dir_remove)
 {

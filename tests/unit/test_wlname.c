@@ -5,28 +5,19 @@
 #include <string.h>
 #include "api/wlname.h"
 #include "lib/wlkey.h"
-
-static char *rep(char c, size_t n)
-{
-    static char b[4][600];
-    static int k;
-    char *s = b[k++ % 4];
-    memset(s, c, n);
-    s[n] = 0;
-    return s;
-}
+#include "test_repeat.h"
 
 Test(wlkey, bounds_and_traversal)
 {
     gx_wlkey k;
     gx_err e;
     gx_err_clear(&e);
-    cr_assert_eq(gx_wlkey_make(&k, rep('n', 63), rep('a', 253), &e), 0, "%s", e.msg);
+    cr_assert_eq(gx_wlkey_make(&k, repeat('n', 63), repeat('a', 253), &e), 0, "%s", e.msg);
     cr_assert_eq(strlen(k.key), 317);
-    cr_assert_eq(gx_wlkey_make(&k, rep('n', 64), "a", &e), -1);
+    cr_assert_eq(gx_wlkey_make(&k, repeat('n', 64), "a", &e), -1);
     cr_assert_str_eq(e.field, "metadata.namespace");
     cr_assert(strstr(e.msg, "must be no more than 63 characters"), "%s", e.msg);
-    cr_assert_eq(gx_wlkey_make(&k, "default", rep('a', 254), &e), -1);
+    cr_assert_eq(gx_wlkey_make(&k, "default", repeat('a', 254), &e), -1);
     cr_assert(strstr(e.msg, "must be no more than 253 characters"), "%s", e.msg);
     static const char *bad[] = {"../team-b/victim", "../../..", "a/b", "..", ".", "", NULL};
     for (int i = 0; bad[i]; i++) {
@@ -39,7 +30,7 @@ Test(wlkey, bounds_and_traversal)
     cr_assert_eq(gx_wlkey_parse(&k, "team-a/a/b", &e), -1);
     cr_assert_eq(gx_wlkey_parse(&k, "nokey", &e), -1);
     char longns[400];
-    snprintf(longns, sizeof longns, "%s/x", rep('n', 300));
+    snprintf(longns, sizeof longns, "%s/x", repeat('n', 300));
     cr_assert_eq(gx_wlkey_parse(&k, longns, &e), -1);
     cr_assert(strstr(e.msg, "must be no more than 63 characters"), "%s", e.msg);
 }
@@ -72,11 +63,11 @@ Test(wlname, job_names_are_labels_of_63)
 {
     gx_err e;
     gx_err_clear(&e);
-    json_t *m = wl("Job", "name", rep('j', 63), NULL), *out = gx_d_name_workload(&d, m, &e);
+    json_t *m = wl("Job", "name", repeat('j', 63), NULL), *out = gx_d_name_workload(&d, m, &e);
     cr_assert(out, "%s", e.msg);
     json_decref(out);
     json_decref(m);
-    m = wl("Job", "name", rep('j', 64), NULL);
+    m = wl("Job", "name", repeat('j', 64), NULL);
     cr_assert_null(gx_d_name_workload(&d, m, &e));
     cr_assert_eq(e.status, 422);
     cr_assert_str_eq(e.field, "metadata.name");
@@ -101,11 +92,11 @@ Test(wlname, workload_names_are_subdomains_and_namespaces_labels)
     cr_assert(out, "%s", e.msg);
     json_decref(out);
     json_decref(m);
-    m = wl("Workload", "name", rep('w', 254), NULL);
+    m = wl("Workload", "name", repeat('w', 254), NULL);
     cr_assert_null(gx_d_name_workload(&d, m, &e));
     cr_assert(strstr(e.msg, "must be no more than 253 characters"), "%s", e.msg);
     json_decref(m);
-    m = wl("Workload", "name", "w", rep('n', 237));   /* a 239-byte key with a bad namespace */
+    m = wl("Workload", "name", "w", repeat('n', 237));   /* a 239-byte key with a bad namespace */
     cr_assert_null(gx_d_name_workload(&d, m, &e));
     cr_assert_str_eq(e.field, "metadata.namespace");
     json_decref(m);
@@ -133,7 +124,7 @@ Test(wlname, generate_name)
     json_decref(b);
     json_decref(m);
     /* a long prefix is cut to 58, so the name is a 63-character label */
-    m = wl("Job", "generateName", rep('g', 80), NULL);
+    m = wl("Job", "generateName", repeat('g', 80), NULL);
     a = gx_d_name_workload(&d, m, &e);
     cr_assert(a, "%s", e.msg);
     cr_assert_eq(strlen(named(a)), 63);
