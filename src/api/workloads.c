@@ -649,6 +649,12 @@ static void pod_exited(gx_daemon *d, gx_wl *w, gx_pod *p)
         const json_t *cmd = json_array_get(json_object_get(w->ps.container, "command"), 0);
         char why[300];
         snprintf(why, sizeof why, "cannot run \"%s\": %s", json_string_value(cmd) ?: "?", strerror(start_errno));
+        /* in the sandbox the shim said which step failed (the working directory, the exec)
+         * on the pod's log: its own words are more exact than the errno alone */
+        char tail[300];
+        if (p->sandboxed && (log_tail(d, w, p->index, tail, sizeof tail), !strncmp(tail, "gpuaas-shim: ", 13)) &&
+            strncmp(tail, "gpuaas-shim: cannot run ", 24))
+            snprintf(why, sizeof why, "%s", tail + 13);
         fail_job(d, w, why);
         return;
     }

@@ -158,6 +158,10 @@ job linked team-a main 0 'ls /x' "" "$(printf '      volumes:\n      - name: sha
 "$G" submit -f "$TMP/linked.yaml" >/dev/null
 check "a link out of an allowed folder fails the pod at start" wait_phase team-a/linked Failed 20
 expect_match "naming where it leads" "$(wl_field team-a/linked .message)" "leads to /etc"
+job nowd team-a main 0 'true' | sed 's|        image: busybox|        image: busybox\n        workingDir: /no/such/dir|' > "$TMP/nowd.yaml"
+"$G" submit -f "$TMP/nowd.yaml" >/dev/null
+check "a workingDir the pod cannot enter fails the Job" wait_phase team-a/nowd Failed 20
+expect_match "saying which step failed" "$(wl_field team-a/nowd .message)" "cannot enter the working directory /no/such/dir"
 job priv team-a main 0 'true' | sed 's|        image: busybox|        image: busybox\n        securityContext: {privileged: true}|' > "$TMP/priv.yaml"
 r=$(api POST /api/v1/workloads --data-binary @"$TMP/priv.yaml" -H 'Content-Type: application/yaml')
 expect_eq "a privileged container is refused: 422" "$(status_of "$r")" 422
