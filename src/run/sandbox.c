@@ -178,6 +178,9 @@ static void push_mounts(strvec *a, const gx_sandbox_spec *s, int bind_work)
         const gx_sandbox_mount *m = &s->mounts[i];
         push_bind(a, kind[m->kind], m->src, m->dst);
     }
+    /* the shim runs inside at its own path: bound there, it is found even where the host's
+     * copy is out of the pod's sight (gpuaas built under /tmp, or inside a hidden folder) */
+    push_bind(a, "--ro-bind", s->shim, s->shim);
     push2(a, "--remount-ro", "/");
 }
 

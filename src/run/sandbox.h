@@ -19,6 +19,7 @@
  *   --tmpfs H  (each hide[])      empty over the data directory and other private places
  *   --bind W W                    its own working folder, read-write, at the same path
  *   mounts[]                      device nodes (--dev-bind), hostPath volumes, MPS pipes
+ *   --ro-bind SHIM SHIM           the shim, at its own path, wherever it is on the host
  *   --remount-ro /                the root tmpfs, read-only
  *       each bind preceded by "--perms 0755 --dir A" for every ancestor A of its
  *       destination: bwrap would make missing ones root's 0700, closed to the pod; the

@@ -157,6 +157,14 @@ YAML
 # port, which is then in $TMP/NAME.port; its log is $TMP/NAME.log, its pid is appended to
 # FAKE_PIDS (finish stops it with everything else under $TMP).
 FAKE_OPENAI=$(cd "$(dirname "$GPUAAS_BIN")" && pwd)/fake-openai
+# Pods run it as their namespace's uid, on the host's files as they are, with a /tmp of
+# their own: a checkout under /tmp, or in a folder other users cannot enter (/root), is
+# out of their sight. Then the tests use a copy in a folder every uid can reach.
+if [[ $(id -u) -eq 0 && -x "$FAKE_OPENAI" ]] &&
+   { [[ "$FAKE_OPENAI" == /tmp/* ]] || ! setpriv --reuid=65534 --regid=65534 --clear-groups test -x "$FAKE_OPENAI" 2>/dev/null; }; then
+  PODS_BIN=$(mktemp -d /var/tmp/gpuaas-it-bin.XXXXXX)
+  chmod 755 "$PODS_BIN" && cp "$FAKE_OPENAI" "$PODS_BIN/" && FAKE_OPENAI=$PODS_BIN/fake-openai
+fi
 FAKE_PIDS=()
 start_fake() {
   local name=$1; shift
@@ -188,8 +196,9 @@ finish() {
   fi
   # stop anything a test left running (the shims live in their own sessions)
   pkill -f "$TMP" 2>/dev/null || true
+  [[ -n "${PODS_BIN:-}" ]] && pkill -f "$PODS_BIN" 2>/dev/null
   remove_cgroups
-  rm -rf "$TMP"
+  rm -rf "$TMP" ${PODS_BIN:+"$PODS_BIN"}
   echo "$PASSES passed, $FAILS failed"
   ((FAILS == 0))
 }

@@ -63,6 +63,8 @@ Test(sandbox, argv_in_the_documented_order)
         "--perms", "0755", "--dir", "/dev", "--dev-bind", "/dev/nvidia0", "/dev/nvidia0",
         "--ro-bind", "/data/set", "/data",
         "--perms", "0755", "--dir", "/tmp", "--bind", "/tmp/nvidia-mps", "/tmp/nvidia-mps",
+        "--perms", "0755", "--dir", "/opt", "--perms", "0755", "--dir", "/opt/gpuaas",
+        "--ro-bind", "/opt/gpuaas/gpuaas-shim", "/opt/gpuaas/gpuaas-shim",
         "--remount-ro", "/", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--hostname", "train-0",
         "--new-session", "--die-with-parent",
         "--cap-drop", "ALL", "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID", "--cap-add", "CAP_SETPCAP",
