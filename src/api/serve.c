@@ -222,6 +222,9 @@ int gx_serve_main(int argc, char **argv)
     char real[PATH_MAX];
     if (ensure_dir(d.cfg.data_dir, &e)) goto out;
     if (realpath(d.cfg.data_dir, real)) snprintf(d.cfg.data_dir, sizeof d.cfg.data_dir, "%s", real);
+    /* the secrets' folder is root's alone (docs/security.md), even when it existed before */
+    if (d.cfg.run.sandbox && chmod(d.cfg.data_dir, 0700) < 0)
+        fprintf(stderr, "gpuaas serve: WARNING: cannot make %s mode 0700: %s\n", d.cfg.data_dir, strerror(errno));
     if (strlen(d.cfg.data_dir) > GX_DATA_DIR_MAX) {   /* a pod's paths under it must fit (see data_path) */
         gx_errf(&e, 422, "dataDir", "%s is longer than %d bytes", d.cfg.data_dir, GX_DATA_DIR_MAX);
         goto out;
