@@ -21,6 +21,7 @@
 #include "portal/portal.h"
 #include "maas/maas.h"
 #include "gpu/runtime.h"
+#include "lib/path.h"
 
 #define STREAM_POLL_MS 250
 
@@ -45,15 +46,7 @@ static void usage(FILE *f)
 
 static int ensure_dir(const char *p, gx_err *err)
 {
-    char tmp[PATH_MAX];
-    snprintf(tmp, sizeof tmp, "%s", p);
-    for (char *s = tmp + 1; *s; s++)
-        if (*s == '/') {
-            *s = 0;
-            mkdir(tmp, 0755);
-            *s = '/';
-        }
-    if (mkdir(tmp, 0700) < 0 && errno != EEXIST) return gx_errf(err, 500, "dataDir", "cannot create %s: %s", p, strerror(errno));
+    if (gx_mkdirs(p, 0700)) return gx_errf(err, 500, "dataDir", "cannot create %s: %s", p, strerror(errno));
     return 0;
 }
 

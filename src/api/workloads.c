@@ -24,6 +24,7 @@
 #include "core/quantity.h"
 #include "gpu/runtime.h"
 #include "run/sandbox.h"
+#include "lib/path.h"
 
 #define BACKOFF_BASE_MS 10000
 #define BACKOFF_MAX_MS 360000
@@ -44,19 +45,6 @@ void gx_fmt_time(int64_t ms, char *out, size_t n)
     char b[32];
     strftime(b, sizeof b, "%Y-%m-%dT%H:%M:%S", &tm);
     snprintf(out, n, "%s.%03dZ", b, (int)(ms % 1000));
-}
-
-static int mkdirs(const char *path)
-{
-    char tmp[PATH_MAX];
-    snprintf(tmp, sizeof tmp, "%s", path);
-    for (char *p = tmp + 1; *p; p++)
-        if (*p == '/') {
-            *p = 0;
-            if (mkdir(tmp, 0755) < 0 && errno != EEXIST) return -1;
-            *p = '/';
-        }
-    return (mkdir(tmp, 0755) < 0 && errno != EEXIST) ? -1 : 0;
 }
 
 static void wl_dir(const char *base, const gx_wl *w, char *out, size_t n)
@@ -350,9 +338,9 @@ static int start_pod(gx_daemon *d, gx_wl *w, int slot, const char *devices, gx_e
 {
     char dir[PATH_MAX], cwd[PATH_MAX], logp[PATH_MAX], exitp[PATH_MAX];
     wl_dir(d->log_dir, w, dir, sizeof dir);
-    mkdirs(dir);
+    gx_mkdirs(dir, 0755);
     wl_dir(d->run_dir, w, cwd, sizeof cwd);
-    mkdirs(cwd);
+    gx_mkdirs(cwd, 0755);
     int index = w->next_index;
     gx_d_log_path(d, w->key, index, logp, sizeof logp);
     exit_path(d, w, w->gen, index, exitp, sizeof exitp);

@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "gpu/mps.h"
+#include "lib/path.h"
 
 #define CMD_TIMEOUT_MS 5000
 
@@ -43,19 +44,6 @@ static int find_binary(void)
         path = e ? e + 1 : NULL;
     }
     return 0;
-}
-
-static void mkdirs(const char *p)
-{
-    char tmp[PATH_MAX];
-    snprintf(tmp, sizeof tmp, "%s", p);
-    for (char *s = tmp + 1; *s; s++)
-        if (*s == '/') {
-            *s = 0;
-            mkdir(tmp, 0755);
-            *s = '/';
-        }
-    mkdir(tmp, 0755);
 }
 
 /* Wait for pid at most CMD_TIMEOUT_MS; kill it past that. Returns the exit status or -1. */
@@ -194,8 +182,8 @@ static void exclusive_mode(gx_nvml *nv, mps_gpu *g, const gx_gpu_dev *d, const c
 
 static void start_one(gx_gpu_mps *m, mps_gpu *g, const gx_gpu_dev *d, const char *dir, FILE *log)
 {
-    mkdirs(g->pipe);
-    mkdirs(g->log);
+    gx_mkdirs(g->pipe, 0755);
+    gx_mkdirs(g->log, 0755);
     if (m->nvml && d->nvml_index >= 0 && d->mode == GX_SHARE_MPS) exclusive_mode(m->nvml, g, d, dir, log);
     /* A daemon answering on this pipe directory already (gpuaas restarted): keep it. */
     char cpath[PATH_MAX + 16];

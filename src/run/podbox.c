@@ -11,6 +11,7 @@
 #include "run/podbox.h"
 #include "run/proc.h"
 #include "run/sandbox.h"
+#include "lib/path.h"
 
 #define CAPS_DIR "/proc/driver/nvidia/capabilities"
 
@@ -24,20 +25,6 @@ struct gx_podbox {
     char data_dir[PATH_MAX], work_root[PATH_MAX];
     char unavailable[PATH_MAX + 512]; /* "" when pods can start; holds a path and a reason */
 };
-
-/* mkdir -p, every level root's 0755 except the last, made with `mode`. */
-static int mkdirs(const char *path, mode_t mode)
-{
-    char tmp[PATH_MAX];
-    if (snprintf(tmp, sizeof tmp, "%s", path) >= (int)sizeof tmp) return -1;
-    for (char *p = tmp + 1; *p; p++)
-        if (*p == '/') {
-            *p = 0;
-            if (mkdir(tmp, 0755) < 0 && errno != EEXIST) return -1;
-            *p = '/';
-        }
-    return mkdir(tmp, mode) < 0 && errno != EEXIST ? -1 : 0;
-}
 
 /* Everything the host must offer; the first thing missing goes into b->unavailable. */
 static void check_host(gx_podbox *b)
@@ -76,7 +63,7 @@ gx_podbox *gx_podbox_open(const gx_run_config *rc, const char *data_dir, gx_stor
         if (gx_cgroup_detect(&b->cg, rc->cgroup_parent, NULL, &e)) memset(&b->cg, 0, sizeof b->cg);
     } else if (w < 0 || (size_t)w >= sizeof b->work_root)
         snprintf(b->unavailable, sizeof b->unavailable, "run.workDir: path too long");
-    else if (mkdirs(b->work_root, 0711) || chmod(b->work_root, 0711))
+    else if (gx_mkdirs(b->work_root, 0711) || chmod(b->work_root, 0711))
         snprintf(b->unavailable, sizeof b->unavailable, "cannot create %s: %s", b->work_root, strerror(errno));
     else
         check_host(b);
@@ -207,7 +194,7 @@ static int work_dir(gx_podbox *b, const gx_podbox_pod *p, const gx_podbox_run *r
     int w2 = snprintf(out, n, "%s/%s", nsdir, p->name);
     if (w1 < 0 || (size_t)w1 >= sizeof nsdir || w2 < 0 || (size_t)w2 >= n)
         return gx_errf(err, 500, "", "working folder path too long under %s", b->work_root);
-    if (mkdirs(nsdir, 0711) || (mkdir(out, 0700) < 0 && errno != EEXIST))
+    if (gx_mkdirs(nsdir, 0711) || (mkdir(out, 0700) < 0 && errno != EEXIST))
         return gx_errf(err, 500, "", "cannot create %s: %s", out, strerror(errno));
     /* never chown through a link: the folder may have been a tenant's for an earlier run */
     int fd = open(out, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);

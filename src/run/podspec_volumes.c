@@ -8,20 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "run/podspec.h"
-
-/* Absolute, without "." or ".." parts and without a NUL: so that the daemon's prefix
- * test against the allowed folders means what it says. */
-static int clean_abs_path(const char *s)
-{
-    if (!s || s[0] != '/') return 0;
-    for (const char *p = s; *p;) {
-        const char *e = strchr(p, '/');
-        size_t l = e ? (size_t)(e - p) : strlen(p);
-        if ((l == 1 && p[0] == '.') || (l == 2 && p[0] == '.' && p[1] == '.')) return 0;
-        p = e ? e + 1 : p + l;
-    }
-    return strlen(s) < 4096;
-}
+#include "lib/path.h"
 
 static const json_t *find_volume(const json_t *volumes, const char *name, size_t *index)
 {
@@ -59,7 +46,7 @@ static int check_volumes(const json_t *volumes, const char *base, gx_err *err)
                                "(see docs/jobs.md)", k);
         if (!json_is_object(hp)) return gx_errf(err, 422, fv, "a volume needs hostPath {path}");
         snprintf(fp, sizeof fp, "%s.hostPath.path", fv);
-        if (!clean_abs_path(json_string_value(json_object_get(hp, "path"))))
+        if (!gx_path_clean_abs(json_string_value(json_object_get(hp, "path"))))
             return gx_errf(err, 422, fp, "must be an absolute path without \".\" or \"..\" parts");
         const char *type = json_string_value(json_object_get(hp, "type"));
         if (type && strcmp(type, "") && strcmp(type, "Directory") && strcmp(type, "File")) {
@@ -92,7 +79,7 @@ int gx_podspec_read_volumes(const json_t *podspec, const json_t *container, cons
         const json_t *ro = json_object_get(m, "readOnly");
         if (!name || !find_volume(volumes, name, &vi))
             return gx_errf(err, 422, fm, "names no volume of the pod (%s)", name ? name : "no name");
-        if (!clean_abs_path(path))
+        if (!gx_path_clean_abs(path))
             return gx_errf(err, 422, fm, "mountPath must be an absolute path without \".\" or \"..\" parts");
         if (ro && !json_is_boolean(ro)) return gx_errf(err, 422, fm, "readOnly must be true or false");
         if (json_object_get(m, "subPath") || json_object_get(m, "subPathExpr"))

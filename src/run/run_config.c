@@ -8,6 +8,7 @@
 #include "run/run_config.h"
 #include "core/quantity.h"
 #include "lib/k8sname.h"
+#include "lib/path.h"
 
 #define DEFAULT_UID_LO 2000000000u
 #define DEFAULT_UID_HI 2000999999u
@@ -51,13 +52,7 @@ static int get_abs_path(const json_t *v, const char *field, char *out, size_t n,
     const char *s = json_string_value(v);
     if (!s || s[0] != '/') return gx_errf(err, 422, field, "must be an absolute path");
     if (strlen(s) >= n) return gx_errf(err, 422, field, "is longer than %zu bytes", n - 1);
-    for (const char *p = s; *p;) {
-        const char *e = strchr(p, '/');
-        size_t l = e ? (size_t)(e - p) : strlen(p);
-        if ((l == 1 && p[0] == '.') || (l == 2 && p[0] == '.' && p[1] == '.'))
-            return gx_errf(err, 422, field, "must not contain \".\" or \"..\" parts");
-        p = e ? e + 1 : p + l;
-    }
+    if (!gx_path_clean_abs(s)) return gx_errf(err, 422, field, "must not contain \".\" or \"..\" parts");
     size_t l = strlen(s);
     while (l > 1 && s[l - 1] == '/') l--; /* "/data/" and "/data" are the same folder */
     memcpy(out, s, l);
