@@ -91,6 +91,19 @@ void gx_d_log_path(const gx_daemon *d, const char *key, int index, char *out, si
 int gx_d_pod_count(gx_daemon *d, const char *key);
 void gx_d_free_all(gx_daemon *d);
 
+/* pods_box.c: the daemon's side of the pod sandbox */
+/* Prepare pod `index` of w on `devices` ("uuid,uuid"): its command becomes bwrap's. */
+int gx_d_pod_box(gx_daemon *d, gx_wl *w, int index, const char *devices, char **argv, gx_podbox_run *br,
+                 gx_err *err);
+/* SIGTERM to a pod's own processes, SIGKILL to its whole cgroup (unsandboxed: its group). */
+void gx_d_pod_signal(gx_daemon *d, gx_pod *p, int sig);
+/* A sandboxed pod has ended: its cgroup is emptied and removed (retried until it can go). */
+void gx_d_pod_release(gx_daemon *d, gx_pod *p);
+/* After a pod's exit: its signal, OOMKilled and reason; its cgroup released. */
+void gx_d_pod_settle(gx_daemon *d, gx_pod *p);
+/* The last non-empty line of pod `index`'s log, at most n-1 bytes of it. */
+void gx_d_pod_log_tail(gx_daemon *d, const gx_wl *w, int index, char *out, size_t n);
+
 /* objects.c */
 struct gx_yaml_docs;
 /* Apply Kueue objects and Nodes, all or nothing. result: {"items":[{kind,namespace,name,action}]}. */

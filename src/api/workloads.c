@@ -34,8 +34,6 @@ typedef struct watch_ctx { gx_daemon *d; gx_wlkey key; int gen, index; } watch_c
 static void on_pod_fd(gx_loop *l, int fd, uint32_t ev, void *ud);
 static void pod_exited(gx_daemon *d, gx_wl *w, gx_pod *p);
 static void stop_pods(gx_daemon *d, gx_wl *w);
-static void box_settle(gx_daemon *d, gx_pod *p);
-static void log_tail(gx_daemon *d, const gx_wl *w, int index, char *out, size_t n);
 
 void gx_fmt_time(int64_t ms, char *out, size_t n)
 {
@@ -241,23 +239,6 @@ static void set_note(gx_wl *w, const char *fmt, ...)
     va_end(ap);
 }
 
-/* SIGTERM reaches a sandboxed pod's own processes (the tenant's uid: bwrap's helpers are
- * root's and would take the whole pod down with them); SIGKILL ends its whole cgroup, so
- * nothing escapes by double-forking. An unsandboxed pod is its shim's process group. */
-static void signal_pod(gx_daemon *d, gx_pod *p, int sig)
-{
-    if (!p->sandboxed) { gx_proc_signal(&p->proc, sig); return; }
-    const gx_cgroup_sys *cg = gx_podbox_cgroups(d->box);
-    if (sig == SIGKILL) gx_cgroup_kill(cg, p->cgroup);
-    else gx_cgroup_signal(cg, p->cgroup, sig, p->uid);
-}
-
-/* A sandboxed pod has ended: nothing of it may run on, and its cgroup goes. */
-static void box_cleanup(gx_daemon *d, gx_pod *p)
-{
-    if (p->sandboxed && p->cgroup[0]) gx_podbox_release(d->box, p->cgroup);
-}
-
 /* The Job cannot go on: say why, stop what still runs, and tell the engine it failed. */
 static void fail_job(gx_daemon *d, gx_wl *w, const char *why)
 {
@@ -294,46 +275,6 @@ static char **pod_gpu_env(gx_daemon *d, const gx_wl *w, int slot, const char *de
 
 /* Start the pod for `slot` with the next completion index. Returns -1 when the
  * command cannot be started at all (the Job then fails: retrying cannot help). */
-/* The device nodes a sandboxed pod gets for `devices` ("uuid,uuid"), and the MPS pipe
- * directory it must reach when it is an MPS client (as gpu/podenv decides: one device
- * whose GPU has a running MPS daemon). Without the GPU runtime there are none. */
-static size_t pod_devsel(const char *devices, gx_devsel *out, size_t max, const char **mps_pipe)
-{
-    gx_gpu_rt *rt = gx_gpu_rt_get();
-    *mps_pipe = NULL;
-    if (!rt || !*devices) return 0;
-    size_t n = 0;
-    gx_gpu_dev *last = NULL;
-    for (const char *p = devices; p && *p && n < max;) {
-        const char *e = strchr(p, ',');
-        char uuid[128];
-        snprintf(uuid, sizeof uuid, "%.*s", (int)(e ? (size_t)(e - p) : strlen(p)), p);
-        int mig = -1;
-        gx_gpu_dev *g = gx_gpu_inventory_owner(rt->inv, uuid, &mig);
-        if (g) {
-            out[n++] = (gx_devsel){g->minor, mig >= 0 ? (int)g->mig[mig].gi_id : -1,
-                                   mig >= 0 ? (int)g->mig[mig].ci_id : -1};
-            last = g;
-        }
-        p = e ? e + 1 : NULL;
-    }
-    const char *pipe, *logdir;
-    if (n == 1 && rt->mps && gx_gpu_mps_dirs(rt->mps, last->uuid, &pipe, &logdir)) *mps_pipe = pipe;
-    return n;
-}
-
-/* Prepare the sandbox of pod `index` (run/podbox.h): its command becomes bwrap's, it
- * starts in its own folder with its own HOME, and the shim's child joins its cgroup. */
-static int box_pod(gx_daemon *d, gx_wl *w, int index, const char *devices, char **argv, gx_podbox_run *br,
-                   gx_err *err)
-{
-    gx_devsel sel[16];
-    const char *mps_pipe;
-    size_t nsel = pod_devsel(devices, sel, 16, &mps_pipe);
-    gx_podbox_pod bp = {w->ns, w->name, w->gen, index, &w->ps, sel, nsel, mps_pipe, argv, gx_loop_now(d->loop)};
-    return gx_podbox_prepare(d->box, &bp, br, err);
-}
-
 static int start_pod(gx_daemon *d, gx_wl *w, int slot, const char *devices, gx_err *err)
 {
     char dir[PATH_MAX], cwd[PATH_MAX], logp[PATH_MAX], exitp[PATH_MAX];
@@ -347,7 +288,7 @@ static int start_pod(gx_daemon *d, gx_wl *w, int slot, const char *devices, gx_e
     char **argv = gx_podspec_argv(&w->ps);
     int boxed = d->cfg.run.sandbox;
     gx_podbox_run br;
-    if (boxed && box_pod(d, w, index, devices, argv, &br, err)) {
+    if (boxed && gx_d_pod_box(d, w, index, devices, argv, &br, err)) {
         gx_podspec_free_vec(argv);
         return -1;
     }
@@ -378,7 +319,7 @@ static int start_pod(gx_daemon *d, gx_wl *w, int slot, const char *devices, gx_e
     gx_podspec_free_vec(argv);
     gx_podspec_free_vec(envp);
     if (boxed) gx_sandbox_free_argv(br.argv);
-    if (rc && boxed) box_cleanup(d, p);
+    if (rc && boxed) gx_d_pod_release(d, p);
     if (rc) { /* the shim could not be started (not the command: see pod_exited) */
         p->finished_ms = p->started_ms;
         p->exit_code = 127;
@@ -408,7 +349,7 @@ static void stop_pods(gx_daemon *d, gx_wl *w)
     int any = 0;
     for (size_t i = 0; i < w->npods; i++)
         if (w->pods[i].alive) {
-            signal_pod(d, &w->pods[i], w->ps.grace_ms ? SIGTERM : SIGKILL);
+            gx_d_pod_signal(d, &w->pods[i], w->ps.grace_ms ? SIGTERM : SIGKILL);
             any = 1;
         }
     w->retry_at = 0;
@@ -555,43 +496,6 @@ static void on_pod_fd(gx_loop *l, int fd, uint32_t ev, void *ud)
     gx_http_wake_streams(d->http);
 }
 
-/* A pod's end, in Kubernetes' words: OOMKilled when the memory cgroup's OOM killer
- * struck (and the pod did not succeed), else Completed or Error. In the sandbox a signal
- * reaches the shim as bwrap's exit code 128+N, the way a shell reports it; it is read
- * back as the signal. The cgroup is emptied and removed. */
-static void box_settle(gx_daemon *d, gx_pod *p)
-{
-    if (p->sandboxed) {
-        if (p->exit_code > 128 && p->exit_code <= 128 + 64 && !p->signal_no) p->signal_no = p->exit_code - 128;
-        if (p->exit_code && gx_cgroup_oom_kills(gx_podbox_cgroups(d->box), p->cgroup) > 0) {
-            snprintf(p->reason, sizeof p->reason, "OOMKilled");
-            p->exit_code = 137;
-            p->signal_no = SIGKILL;
-        }
-        box_cleanup(d, p);
-    }
-    if (!p->reason[0]) snprintf(p->reason, sizeof p->reason, "%s", p->exit_code == 0 ? "Completed" : "Error");
-}
-
-/* The last non-empty line of pod `index`'s log (at most n-1 bytes of it). */
-static void log_tail(gx_daemon *d, const gx_wl *w, int index, char *out, size_t n)
-{
-    char path[PATH_MAX];
-    snprintf(out, n, "see the pod's log");
-    gx_d_log_path(d, w->key, index, path, sizeof path);
-    FILE *f = fopen(path, "re");
-    if (!f) return;
-    char buf[4096];
-    if (fseek(f, -(long)(sizeof buf - 1), SEEK_END)) rewind(f);
-    size_t k = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
-    buf[k] = 0;
-    while (k && (buf[k - 1] == '\n' || buf[k - 1] == ' ')) buf[--k] = 0;
-    char *line = strrchr(buf, '\n');
-    line = line ? line + 1 : buf;
-    if (*line) snprintf(out, n, "%.*s", (int)(n - 1), line);
-}
-
 static int is_current(gx_daemon *d, gx_wl *w, const gx_pod *p)
 {
     if (p->gen != w->gen || w->stopping) return 0;
@@ -616,7 +520,7 @@ static void pod_exited(gx_daemon *d, gx_wl *w, gx_pod *p)
         p->exit_code = 137; /* the shim itself was killed: only SIGKILL does that */
         p->signal_no = SIGKILL;
     }
-    box_settle(d, p);
+    gx_d_pod_settle(d, p);
     d->dirty = 1;
     if (!is_current(d, w, p)) {
         if (!alive_pods(w, 0)) { w->stopping = 0; w->kill_at = 0; }
@@ -627,7 +531,7 @@ static void pod_exited(gx_daemon *d, gx_wl *w, gx_pod *p)
     if (p->sandboxed && sandbox_up == 0 && !start_errno && !p->signal_no) {
         /* bwrap gave up before the pod's command ran: its reason is the log's last line */
         char why[400], tail[300];
-        log_tail(d, w, p->index, tail, sizeof tail);
+        gx_d_pod_log_tail(d, w, p->index, tail, sizeof tail);
         snprintf(why, sizeof why, "the pod sandbox could not be set up: %s", tail);
         fail_job(d, w, why);
         return;
@@ -640,7 +544,7 @@ static void pod_exited(gx_daemon *d, gx_wl *w, gx_pod *p)
         /* in the sandbox the shim said which step failed (the working directory, the exec)
          * on the pod's log: its own words are more exact than the errno alone */
         char tail[300];
-        if (p->sandboxed && (log_tail(d, w, p->index, tail, sizeof tail), !strncmp(tail, "gpuaas-shim: ", 13)) &&
+        if (p->sandboxed && (gx_d_pod_log_tail(d, w, p->index, tail, sizeof tail), !strncmp(tail, "gpuaas-shim: ", 13)) &&
             strncmp(tail, "gpuaas-shim: cannot run ", 24))
             snprintf(why, sizeof why, "%s", tail + 13);
         fail_job(d, w, why);
@@ -722,7 +626,7 @@ static void timed_work(gx_daemon *d, int64_t now)
             int boxed = 0;
             for (size_t i = 0; i < w->npods; i++)
                 if (w->pods[i].alive) {
-                    signal_pod(d, &w->pods[i], SIGKILL);
+                    gx_d_pod_signal(d, &w->pods[i], SIGKILL);
                     boxed |= w->pods[i].sandboxed;
                 }
             /* a cgroup kill can race a fork: again each second until the shims report the end */
@@ -788,12 +692,7 @@ static void apply_actions(gx_daemon *d, const gx_action *acts, size_t n)
 int64_t gx_d_tick(gx_daemon *d)
 {
     int64_t now = gx_loop_now(d->loop);
-    static int64_t next_release;
-    static int unreleased;
-    if (now >= next_release) {   /* cgroups of ended pods that could not go at once */
-        next_release = now + 1000;
-        unreleased = gx_podbox_tick(d->box);
-    }
+    int64_t release = gx_podbox_tick(d->box, now);   /* cgroups of ended pods that could not go at once */
     if (d->next_timer_check && d->next_timer_check <= now) timed_work(d, now);
     if (d->dirty || (d->engine_wake && d->engine_wake <= now)) {
         d->dirty = 0;
@@ -815,7 +714,7 @@ int64_t gx_d_tick(gx_daemon *d)
         int64_t t = d->next_timer_check > now ? d->next_timer_check - now : 0;
         if (sleep < 0 || t < sleep) sleep = t;
     }
-    if (unreleased && (sleep < 0 || sleep > 1000)) sleep = 1000;
+    if (release >= 0 && (sleep < 0 || release < sleep)) sleep = release;
     return sleep;
 }
 
@@ -1021,7 +920,7 @@ static void recover_processes(gx_daemon *d, gx_wl *w)
         } else {
             /* its shim is gone without a record: whatever of it still runs in its cgroup
              * is stopped, so that the requeued run can never overlap it */
-            box_cleanup(d, p);
+            gx_d_pod_release(d, p);
             p->alive = 0;
             p->finished_ms = now;
             p->exit_code = -1;

@@ -19,6 +19,7 @@ struct gx_podbox {
     const gx_run_config *rc;
     char **leftover;                  /* cgroups of ended pods not yet removable */
     size_t nleftover;
+    int64_t next_retry_ms;            /* when gx_podbox_tick tries them again */
     gx_cgroup_sys cg;
     gx_identity *ids;
     char bwrap[PATH_MAX], shim[PATH_MAX];
@@ -105,8 +106,11 @@ void gx_podbox_release(gx_podbox *b, const char *cgroup)
     b->nleftover++;
 }
 
-int gx_podbox_tick(gx_podbox *b)
+int64_t gx_podbox_tick(gx_podbox *b, int64_t now_ms)
 {
+    if (!b->nleftover) return -1;
+    if (now_ms < b->next_retry_ms) return b->next_retry_ms - now_ms;
+    b->next_retry_ms = now_ms + 1000;
     size_t k = 0;
     for (size_t i = 0; i < b->nleftover; i++) {
         gx_err e;
@@ -115,7 +119,7 @@ int gx_podbox_tick(gx_podbox *b)
         else b->leftover[k++] = b->leftover[i];
     }
     b->nleftover = k;
-    return (int)k;
+    return k ? 1000 : -1;
 }
 
 void gx_podbox_free(gx_podbox *b)

@@ -77,8 +77,9 @@ int gx_podbox_check_mounts(const gx_run_config *rc, const char *ns, const gx_pod
 /* A pod has ended: kill whatever is left in its cgroup and remove it; a group that cannot
  * go yet (a process still exiting) is kept and retried by gx_podbox_tick, never leaked. */
 void gx_podbox_release(gx_podbox *b, const char *cgroup);
-/* Retry the groups release could not remove; returns how many are still waiting. */
-int gx_podbox_tick(gx_podbox *b);
+/* Retry, once a second, the groups release could not remove; returns ms until the next
+ * try, -1 when none is waiting. */
+int64_t gx_podbox_tick(gx_podbox *b, int64_t now_ms);
 
 /* Remove the working folder of workload ns/name (its pods are gone): when the workload is
  * deleted. 0 when gone or never there. */
