@@ -60,6 +60,16 @@ for _ in $(seq 1 50); do [[ -s "$DATA/logs/team-b/victim/pod-0.log" ]] && break;
 VPID=$(pgrep -u "$(stat -c %u "$DATA/work/team-b/victim")" -x sleep | head -1)
 check "the victim's process is visible from the host" test -n "$VPID"
 
+# verdicts WHAT COUNT OUT: a pod printed "NAME ok" or "NAME <other>" per row; every one of
+# the COUNT rows ran and said ok
+verdicts() {
+  local what=$1 count=$2 out=$3 name verdict
+  expect_eq "every $what row ran" "$(grep -c '^[a-z0-9-]* [A-Za-z]*$' <<<"$out")" "$count"
+  while read -r name verdict; do
+    [[ -n "$name" ]] && expect_eq "$what: $name" "$verdict" ok
+  done <<<"$out"
+}
+
 # ---- the escapes: each line of the pod's output is "NAME ok|ESCAPED" -------------------
 read -r -d '' ESCAPES <<SH
 t() { if eval "\$2" >/dev/null 2>&1; then echo "\$1 ESCAPED"; else echo "\$1 ok"; fi; }
@@ -82,12 +92,7 @@ t become-root "su -c true root </dev/null"
 t caps "grep -q 'CapEff:.*[1-9a-f]' /proc/self/status"
 t root-group "id -G | tr ' ' '\\n' | grep -qx 0"
 SH
-out=$(run_pod escapes 0 "$ESCAPES")
-expect_eq "every escape row ran" "$(grep -c ' ok$\| ESCAPED$' <<<"$out")" 18
-while read -r name verdict; do
-  [[ -z "$name" ]] && continue
-  expect_eq "escape blocked: $name" "$verdict" ok
-done <<<"$out"
+verdicts "escape blocked" 18 "$(run_pod escapes 0 "$ESCAPES")"
 check "no file written under /usr or /etc" test ! -e /usr/escaped -a ! -e /etc/escaped -a ! -e "$TMP/escaped"
 check "the victim survived the kill attempt" kill -0 "$VPID"
 
@@ -103,12 +108,7 @@ t write-shared-volume "echo from-pod > $SHARED/from-pod.txt"
 t own-processes-only "test \\\$(ls /proc | grep -c '^[0-9]') -lt 10"
 t not-pid-1 "test \\\$\\\$ -ne 1"
 SH
-out=$(run_pod allowed 0 "$ALLOWED")
-expect_eq "every allowed row ran" "$(grep -c ' ok$\| DENIED$' <<<"$out")" 8
-while read -r name verdict; do
-  [[ -z "$name" ]] && continue
-  expect_eq "allowed: $name" "$verdict" ok
-done <<<"$out"
+verdicts "allowed" 8 "$(run_pod allowed 0 "$ALLOWED")"
 expect_eq "allowed pod succeeded" "$(wl_field team-a/allowed .phase)" Succeeded
 
 # identity, seen from outside: a namespace's own uid, never root, never the daemon's
