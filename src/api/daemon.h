@@ -7,10 +7,10 @@
 #include <limits.h>
 #include <stdint.h>
 #include <jansson.h>
-#include "api/auth.h"
+#include "auth/auth.h"
 #include "api/config.h"
-#include "api/http.h"
-#include "api/loop.h"
+#include "net/http.h"
+#include "net/loop.h"
 #include "core/engine.h"
 #include "lib/strmap.h"
 #include "lib/wlkey.h"

@@ -7,8 +7,8 @@
 #define GX_MAAS_H
 #include <stdint.h>
 #include <jansson.h>
-#include "api/auth.h"
-#include "api/http.h"
+#include "auth/auth.h"
+#include "net/http.h"
 #include "lib/err.h"
 
 typedef struct gx_maas gx_maas;

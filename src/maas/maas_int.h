@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <jansson.h>
-#include "api/http.h"
+#include "net/http.h"
 #include "lib/err.h"
 #include "lib/strmap.h"
 #include "lib/wlkey.h"

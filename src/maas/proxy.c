@@ -20,7 +20,7 @@
 #include "api/daemon.h"
 #include "maas/maas_int.h"
 #include "maas/scrape.h"
-#include "maas/upstream.h"
+#include "net/upstream.h"
 #include "lib/sbuf.h"
 
 #define HIGH_WATER (256 * 1024)   /* pause the upstream above this much unsent */

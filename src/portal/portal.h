@@ -8,8 +8,8 @@
 #ifndef GX_PORTAL_H
 #define GX_PORTAL_H
 #include <jansson.h>
-#include "api/auth.h"
-#include "api/http.h"
+#include "auth/auth.h"
+#include "net/http.h"
 #include "lib/err.h"
 
 struct gx_daemon;

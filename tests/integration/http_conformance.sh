@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The HTTP/1.1 server (src/api/http.c) over real sockets: keep-alive and close rules,
+# The HTTP/1.1 server (src/net/http.c) over real sockets: keep-alive and close rules,
 # pipelining, HEAD, 100-continue, chunked request bodies, body limits, and the strict
 # refusals (bad framing 400, unknown coding 501, oversized head 431, version 505), in
 # OpenAI's error envelope on the gateway's /v1/ paths and the daemon's elsewhere.

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include "api/auth.h"
+#include "auth/auth.h"
 #include "lib/strmap.h"
 #include "lib/yaml.h"
 #include "run/podspec.h"

@@ -1,11 +1,11 @@
-/* Unit tests for api/http_parse: the head's end, request line and headers, the
+/* Unit tests for net/http_parse: the head's end, request line and headers, the
  * framing refusals (400/417/431/501/505), query and path decoding, chunked bodies
  * fed whole and byte by byte. */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "api/http_parse.h"
+#include "net/http_parse.h"
 
 static char buf[40000];
 static gx_hp_req R;

@@ -1,5 +1,5 @@
-/* Randomised property tests of the two HTTP parsers that face the network (api/http_parse.c
- * for requests, maas/upstream.c for model servers' answers). Valid messages are mutated
+/* Randomised property tests of the two HTTP parsers that face the network (net/http_parse.c
+ * for requests, net/upstream.c for model servers' answers). Valid messages are mutated
  * at random (bytes changed, inserted, deleted, cut short) with a fixed seed, so a failure
  * reproduces; under the ASan build any out-of-bounds read is a crash. Properties:
  *  - the end of a request head is found at the same place whether the bytes arrive at
@@ -8,8 +8,8 @@
  *  - an upstream answer yields the same body bytes however it is split across reads. */
 #include <criterion/criterion.h>
 #include <string.h>
-#include "api/http_parse.h"
-#include "maas/upstream.h"
+#include "net/http_parse.h"
+#include "net/upstream.h"
 #include "test_mutate.h"
 
 #define ITERATIONS 20000

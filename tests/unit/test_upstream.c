@@ -1,4 +1,4 @@
-/* Unit tests of the gateway's upstream response parser (src/maas/upstream.c): answers
+/* Unit tests of the gateway's upstream response parser (src/net/upstream.c): answers
  * cut at every byte boundary (the result must not depend on how reads split them),
  * Content-Length, chunked (extensions, trailers, bare LF), until-close bodies, 1xx
  * before the real head, bodiless statuses, keep-alive decisions, and bad inputs with
@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "maas/upstream.h"
+#include "net/upstream.h"
 
 typedef struct result {
     int heads, ended, err, status, keepalive;

@@ -30,8 +30,8 @@
 #include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
-#include "api/http.h"
-#include "api/http_parse.h"
+#include "net/http.h"
+#include "net/http_parse.h"
 #include "lib/sbuf.h"
 
 #define IN_CAP (GX_HP_MAX_HEAD + 16384)  /* a full head, and room to read a body */

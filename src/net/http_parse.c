@@ -7,7 +7,7 @@
  * ends are accepted, as nginx does (RFC 9112 2.2 allows it). */
 #include <string.h>
 #include <strings.h>
-#include "api/http_parse.h"
+#include "net/http_parse.h"
 
 #define MAX_METHOD 32
 #define MAX_CHUNK_EXTRA 4096     /* chunk extensions + trailers, bytes */

@@ -18,7 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
-#include "api/loop.h"
+#include "net/loop.h"
 
 #define GX_UP_MAX_HEAD 16384   /* status line + headers of an answer */
 #define GX_UP_MAX_HEADERS 100

@@ -11,7 +11,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 #include <jansson.h>
-#include "api/loop.h"
+#include "net/loop.h"
 #include "lib/err.h"
 
 typedef struct gx_http gx_http;

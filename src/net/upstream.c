@@ -19,7 +19,7 @@
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <unistd.h>
-#include "maas/upstream.h"
+#include "net/upstream.h"
 #include "lib/sbuf.h"
 
 #define RBUF (GX_UP_MAX_HEAD * 2)   /* read buffer of a connection: a whole head fits */

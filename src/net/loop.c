@@ -10,7 +10,7 @@
 #include <sys/epoll.h>
 #include <time.h>
 #include <unistd.h>
-#include "api/loop.h"
+#include "net/loop.h"
 
 typedef struct watch { gx_fd_fn fn; void *ud; int used; } watch;
 typedef struct timer { uint64_t id; int64_t at; gx_timer_fn fn; void *ud; } timer;

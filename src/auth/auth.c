@@ -8,7 +8,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include "api/auth.h"
+#include "auth/auth.h"
 
 #define HASH_LEN 32
 #define ID_LEN 12
