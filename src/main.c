@@ -3,7 +3,7 @@
  * the CLI client commands (everything else, src/cli). */
 #include <stdio.h>
 #include <string.h>
-#include "api/serve.h"
+#include "daemon/serve.h"
 #include "cli/cli.h"
 #include "sim/sim.h"
 

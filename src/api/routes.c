@@ -6,8 +6,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "api/daemon.h"
-#include "api/users.h"
+#include "ops/daemon.h"
+#include "ops/users.h"
 #include "gpu/api.h"
 #include "lib/yaml.h"
 #include "portal/portal.h"

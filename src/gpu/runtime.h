@@ -1,10 +1,10 @@
 /* gpu/runtime: the GPU layer of one running `gpuaas serve`: inventory, MPS daemons and
- * sampling, started and stopped by serve.c (api/workloads.c asks gpu/podenv for each
+ * sampling, started and stopped by serve.c (ops/workloads.c asks gpu/podenv for each
  * pod's device environment through gx_gpu_rt_get()).
  *
  * One daemon per process, one thread: the runtime is a process-wide singleton that
  * routes.c and metrics.c reach through gx_gpu_rt_get() (NULL until started), so the
- * daemon struct in api/daemon.h does not have to know about GPUs.
+ * daemon struct in ops/daemon.h does not have to know about GPUs.
  * Owns: the order of start (inventory -> Nodes for the engine -> MPS) and
  * stop (MPS daemons of idle GPUs quit). Must not: answer HTTP (gpu/api.c does). */
 #ifndef GX_GPU_RUNTIME_H

@@ -25,7 +25,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-#include "api/daemon.h"
+#include "ops/daemon.h"
 #include "maas/maas_int.h"
 
 #define ID_LEN 12

@@ -10,7 +10,7 @@
 #include <sys/resource.h>
 #include <time.h>
 #include <curl/curl.h>
-#include "api/daemon.h"
+#include "ops/daemon.h"
 #include "maas/maas_int.h"
 #include "lib/sbuf.h"
 

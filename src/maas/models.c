@@ -22,7 +22,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
-#include "api/daemon.h"
+#include "ops/daemon.h"
 #include "lib/sbuf.h"
 #include "maas/maas_int.h"
 #include "maas/scrape.h"

@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
-#include "api/daemon.h"
+#include "ops/daemon.h"
 #include "maas/maas_int.h"
 #include "maas/scrape.h"
 #include "net/upstream.h"

@@ -9,7 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "api/users.h"
+#include "ops/users.h"
 #include "lib/yaml.h"
 #include "portal/portal_int.h"
 

@@ -5,7 +5,7 @@
 #ifndef GX_PORTAL_INT_H
 #define GX_PORTAL_INT_H
 #include <stdint.h>
-#include "api/daemon.h"
+#include "ops/daemon.h"
 #include "portal/html.h"
 #include "portal/portal.h"
 

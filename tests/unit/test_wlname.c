@@ -1,9 +1,9 @@
 /* Unit tests for the workload key (lib/wlkey) and the naming of submitted workloads
- * (api/wlname): Kubernetes' rules per kind, generateName, and keys that are refused,
+ * (ops/wlname): Kubernetes' rules per kind, generateName, and keys that are refused,
  * never cut. */
 #include <criterion/criterion.h>
 #include <string.h>
-#include "api/wlname.h"
+#include "ops/wlname.h"
 #include "lib/wlkey.h"
 #include "test_repeat.h"
 

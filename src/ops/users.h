@@ -5,7 +5,7 @@
  * deleted person keep acting. */
 #ifndef GX_USERS_H
 #define GX_USERS_H
-#include "api/daemon.h"
+#include "ops/daemon.h"
 
 /* 404 when there is no such user, 409 for "admin"; 0 once all of the above is done. */
 int gx_d_delete_user(gx_daemon *d, const char *name, gx_err *err);

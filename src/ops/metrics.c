@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "lib/sbuf.h"
-#include "api/daemon.h"
+#include "ops/daemon.h"
 #include "core/quantity.h"
 #include "gpu/api.h"
 #include "maas/maas.h"

@@ -19,8 +19,8 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
-#include "api/daemon.h"
-#include "api/wlname.h"
+#include "ops/daemon.h"
+#include "ops/wlname.h"
 #include "core/quantity.h"
 #include "gpu/runtime.h"
 #include "run/sandbox.h"

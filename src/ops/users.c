@@ -1,7 +1,7 @@
 /* users: the one user-deletion path (see users.h). */
 #include <stdio.h>
 #include <string.h>
-#include "api/users.h"
+#include "ops/users.h"
 #include "maas/maas.h"
 #include "portal/portal.h"
 

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include "api/daemon.h"
+#include "ops/daemon.h"
 
 #define MAX_PODS 1024
 

@@ -15,8 +15,8 @@
 #include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include "api/daemon.h"
-#include "api/serve.h"
+#include "ops/daemon.h"
+#include "daemon/serve.h"
 #include "lib/yaml.h"
 #include "portal/portal.h"
 #include "maas/maas.h"

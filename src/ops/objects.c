@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "api/daemon.h"
+#include "ops/daemon.h"
 #include "lib/k8sname.h"
 #include "lib/yaml.h"
 #include "maas/maas.h"

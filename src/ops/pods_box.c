@@ -6,7 +6,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
-#include "api/daemon.h"
+#include "ops/daemon.h"
 #include "gpu/runtime.h"
 
 /* SIGTERM reaches a sandboxed pod's own processes (the tenant's uid: bwrap's helpers are

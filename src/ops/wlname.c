@@ -1,7 +1,7 @@
 /* wlname: naming a submitted workload as Kubernetes would (see wlname.h). */
 #include <sodium.h>
 #include <string.h>
-#include "api/wlname.h"
+#include "ops/wlname.h"
 #include "lib/k8sname.h"
 
 #define GEN_TRIES 8   /* 27^5 names per prefix: a collision twice running means a flood */

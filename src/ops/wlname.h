@@ -6,7 +6,7 @@
  * Must not: change the daemon's state: it only reads which keys are taken. */
 #ifndef GX_WLNAME_H
 #define GX_WLNAME_H
-#include "api/daemon.h"
+#include "ops/daemon.h"
 
 /* A copy of manifest whose metadata.name is the workload's name (generated when only
  * generateName is given), or NULL with err (422 naming metadata.name, .generateName or
