@@ -1,21 +1,43 @@
-/* routes: the REST API of docs/api.md.
- * Owns: URL matching, authentication and authorisation per route, query parameters,
- * turning bodies into manifests and results into JSON answers.
- * Must not: change state except through workloads.c / objects.c / auth.c, which
- * commit before they return (so every 2xx here describes durable state). */
+/* routes: the REST API of docs/api.md (see api.h for what it owns). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "ops/daemon.h"
-#include "ops/users.h"
-#include "gpu/api.h"
+#include "api/api.h"
+#include "lib/alloc.h"
+#include "lib/wlkey.h"
 #include "lib/yaml.h"
-#include "portal/portal.h"
-#include "maas/maas.h"
 
 #define MAX_SEGS 8
 
+#define MAX_MOUNTS 8
+
+struct gx_api {
+    gx_api_env env;
+    struct { const char *name; gx_api_resource_fn fn; void *ud; } mounts[MAX_MOUNTS];
+    int nmounts;
+};
+
+gx_api *gx_api_new(const gx_api_env *env)
+{
+    gx_api *a = gx_xcalloc(1, sizeof *a);
+    a->env = *env;
+    return a;
+}
+
+void gx_api_free(gx_api *a) { free(a); }
+
+int gx_api_mount(gx_api *a, const char *name, gx_api_resource_fn fn, void *ud)
+{
+    if (a->nmounts == MAX_MOUNTS) return -1;
+    a->mounts[a->nmounts].name = name;
+    a->mounts[a->nmounts].fn = fn;
+    a->mounts[a->nmounts].ud = ud;
+    a->nmounts++;
+    return 0;
+}
+
 typedef struct route_ctx {
+    gx_api *a;
     gx_daemon *d;
     gx_req *req;
     gx_resp *resp;
@@ -60,7 +82,6 @@ static void submit(route_ctx *c)
         gx_resp_errorf(c->resp, 413, "more than 100 workloads in one submission");
         return;
     }
-    json_t *out = json_array();
     size_t i;
     for (i = 0; i < docs.n; i++) {
         json_t *doc = docs.docs[i];
@@ -86,27 +107,26 @@ static void submit(route_ctx *c)
             gx_errf(&e, 403, "metadata.namespace", "user %s may not submit to namespace %s", c->user->name, ns);
             break;
         }
-        json_t *view = NULL;
-        if (gx_d_submit(c->d, doc, NULL, &view, &e)) break;
-        json_array_append_new(out, view);
     }
-    if (i < docs.n) {
-        e.doc = (int)i;
-        if (docs.lines && docs.lines[i]) gx_linemap_annotate(docs.lines[i], &e);
-        /* all or nothing: withdraw what this request already created */
-        size_t k;
-        json_t *v;
-        json_array_foreach(out, k, v) {
-            gx_err e2;
-            const char *key = json_string_value(json_object_get(v, "key"));
-            gx_d_cancel(c->d, key, "a failed submission", &e2);
-            gx_d_delete(c->d, key, &e2);
-        }
-        json_decref(out);
+    /* all or nothing, in one transaction */
+    json_t **views = NULL;
+    int failed = i < docs.n;
+    if (failed) e.doc = (int)i;
+    else {
+        views = gx_xcalloc(docs.n, sizeof *views);
+        e.doc = -1;   /* set to the document at fault, if one is */
+        failed = gx_d_submit_all(c->d, docs.docs, docs.n, views, &e) != 0;
+    }
+    if (failed) {
+        if (e.doc >= 0 && (size_t)e.doc < docs.n && docs.lines && docs.lines[e.doc])
+            gx_linemap_annotate(docs.lines[e.doc], &e);
         reply_err(c, &e);
     } else {
+        json_t *out = json_array();
+        for (size_t k = 0; k < docs.n; k++) json_array_append_new(out, views[k]);
         gx_resp_json(c->resp, 201, json_pack("{s:o}", "items", out));
     }
+    free(views);
     gx_yaml_docs_free(&docs);
 }
 
@@ -124,8 +144,7 @@ static void list_workloads(route_ctx *c)
         f.n_namespaces = 1;
     } else if (!c->user->admin) {
         nallowed = json_array_size(c->user->namespaces);
-        allowed = calloc(nallowed + 1, sizeof *allowed);
-        if (!allowed) abort();
+        allowed = gx_xcalloc(nallowed + 1, sizeof *allowed);
         for (size_t i = 0; i < nallowed; i++) allowed[i] = json_string_value(json_array_get(c->user->namespaces, i));
         f.namespaces = allowed;
         f.n_namespaces = nallowed;
@@ -245,7 +264,7 @@ static void object_routes(route_ctx *c, const char *plural, const char *kind)
     }
     if (!is(c, "GET")) { method_not_allowed(c); return; }
     json_t *arr;
-    if (!strcmp(kind, "ClusterQueue")) arr = gx_engine_cluster_queues(c->d->eng);
+    if (!strcmp(kind, "ClusterQueue")) arr = gx_engine_cluster_queues(gx_d_engine(c->d));
     else if (lq) {
         const char *q = gx_req_query(c->req, "namespace");
         if (ns) q = ns;
@@ -256,13 +275,12 @@ static void object_routes(route_ctx *c, const char *plural, const char *kind)
         if (q) { allowed = one; nn = 1; }
         else if (!c->user->admin) {
             nn = json_array_size(c->user->namespaces);
-            allowed = calloc(nn + 1, sizeof *allowed);
-            if (!allowed) abort();
+            allowed = gx_xcalloc(nn + 1, sizeof *allowed);
             for (size_t i = 0; i < nn; i++) allowed[i] = json_string_value(json_array_get(c->user->namespaces, i));
         }
-        arr = (allowed || c->user->admin) && (nn || c->user->admin) ? gx_engine_local_queues(c->d->eng, allowed, nn) : json_array();
+        arr = (allowed || c->user->admin) && (nn || c->user->admin) ? gx_engine_local_queues(gx_d_engine(c->d), allowed, nn) : json_array();
         if (allowed && allowed != one) free((void *)allowed);
-    } else arr = gx_engine_objects(c->d->eng, kind);
+    } else arr = gx_engine_objects(gx_d_engine(c->d), kind);
     if (!name) { items(c, arr); return; }
     json_t *x = find_named(arr, ns, name);
     json_decref(arr);
@@ -277,8 +295,8 @@ static void gpus(route_ctx *c)
     gx_err e;
     gx_err_clear(&e);
     json_t *out = NULL;
-    if (gx_gpu_api(c->d->eng, c->req->method, (const char *const *)c->seg + 3, c->nseg - 3, c->req->body,
-                   c->req->body_len, c->user->admin, gx_req_query(c->req, "window"), gx_loop_now(c->d->loop), &out, &e))
+    if (gx_d_gpus(c->d, c->req->method, (const char *const *)c->seg + 3, c->nseg - 3, c->req->body,
+                  c->req->body_len, c->user->admin, gx_req_query(c->req, "window"), &out, &e))
         reply_err(c, &e);
     else
         gx_resp_json(c->resp, 200, out);
@@ -291,7 +309,7 @@ static void users(route_ctx *c)
     if (need_admin(c)) return;
     gx_err e;
     gx_err_clear(&e);
-    if (c->nseg == 3 && is(c, "GET")) { items(c, gx_auth_users(c->d->auth)); return; }
+    if (c->nseg == 3 && is(c, "GET")) { items(c, gx_auth_users(c->a->env.auth)); return; }
     if (c->nseg == 3 && is(c, "POST")) {
         json_error_t je;
         json_t *b = json_loadb(c->req->body, c->req->body_len, JSON_REJECT_DUPLICATES, &je);
@@ -305,7 +323,7 @@ static void users(route_ctx *c)
         int admin = json_is_true(json_object_get(b, "admin"));
         char token[GX_TOKEN_MAX];
         /* c->user may move when the user table grows: do not use it after this call */
-        if (gx_auth_create_user(c->d->auth, name, admin, ns ? ns : json_array(), token, gx_loop_now(c->d->loop), &e)) {
+        if (gx_auth_create_user(c->a->env.auth, name, admin, ns ? ns : json_array(), token, gx_loop_now(c->a->env.loop), &e)) {
             json_decref(b);
             reply_err(c, &e);
             return;
@@ -337,54 +355,62 @@ static int split(route_ctx *c, const char *path)
     return 0;
 }
 
-void gx_d_route(gx_req *req, gx_resp *resp, void *ud)
+int gx_api_probes(void *ud, gx_req *req, gx_resp *resp)
 {
-    gx_daemon *d = ud;
-    d->http_requests++;
-    route_ctx c = {.d = d, .req = req, .resp = resp};
+    gx_api *a = ud;
     const char *p = req->path;
     /* /health is where vLLM and OpenAI-compatible tooling probe a server */
-    if (!strcmp(p, "/healthz") || !strcmp(p, "/health")) { gx_resp_text(resp, 200, "text/plain", "ok\n"); return; }
+    if (!strcmp(p, "/healthz") || !strcmp(p, "/health")) { gx_resp_text(resp, 200, "text/plain", "ok\n"); return 1; }
     if (!strcmp(p, "/readyz")) {
-        if (d->ready) gx_resp_text(resp, 200, "text/plain", "ok\n");
+        if (gx_d_ready(a->env.ops)) gx_resp_text(resp, 200, "text/plain", "ok\n");
         else gx_resp_text(resp, 503, "text/plain", "recovering\n");
-        return;
+        return 1;
     }
     if (!strcmp(p, "/metrics")) {
-        char *m = gx_d_metrics(d);
+        char *m = gx_d_metrics(a->env.ops);
         gx_resp_text(resp, 200, "text/plain; version=0.0.4", m);
         free(m);
-        return;
+        return 1;
     }
-    if (!strncmp(p, "/v1/", 4)) { gx_maas_v1(d->maas, req, resp); return; } /* the OpenAI API */
-    if (d->portal && gx_portal_route(d->portal, req, resp)) return;
+    return 0;
+}
+
+int gx_api_route(void *ud, gx_req *req, gx_resp *resp)
+{
+    gx_api *a = ud;
+    route_ctx c = {.a = a, .d = a->env.ops, .req = req, .resp = resp};
+    const char *p = req->path;
     if (strncmp(p, "/api/v1/", 8) && strcmp(p, "/api/v1")) {
         gx_resp_errorf(resp, 404, "no such path %s (the API is under /api/v1)", p);
-        return;
+        return 1;
     }
-    if (split(&c, p) || c.nseg < 3) { gx_resp_errorf(resp, 404, "no such path %s", p); return; }
-    c.user = gx_auth_check(d->auth, gx_req_header(req, "Authorization"));
+    if (split(&c, p) || c.nseg < 3) { gx_resp_errorf(resp, 404, "no such path %s", p); return 1; }
+    c.user = gx_auth_check(a->env.auth, gx_req_header(req, "Authorization"));
     /* the portal's pages call the API as the signed-in person: session cookie + CSRF header */
-    if (!c.user && !gx_req_header(req, "Authorization") && d->portal) c.user = gx_portal_api_user(d->portal, req);
+    if (!c.user && !gx_req_header(req, "Authorization") && a->env.session) c.user = a->env.session(a->env.session_ud, req);
     if (!c.user) {
         gx_resp_errorf(resp, 401, "missing or invalid token: send Authorization: Bearer <token> "
                                   "(the CLI reads GPUAAS_TOKEN)");
         gx_resp_header(resp, "WWW-Authenticate", "Bearer");
-        return;
+        return 1;
     }
     const char *what = c.seg[2];
     if (!strcmp(what, "whoami") && c.nseg == 3) {
         gx_resp_json(resp, 200, json_pack("{s:s,s:b,s:O}", "name", c.user->name, "admin", c.user->admin,
                                           "namespaces", c.user->namespaces));
-    } else if (!strcmp(what, "workloads")) workload_routes(&c);
-    else if (!strcmp(what, "apply") && c.nseg == 3) apply(&c);
-    else if (!strcmp(what, "gpus") && c.nseg <= 5) gpus(&c);
-    else if (!strcmp(what, "users") && c.nseg <= 4) users(&c);
-    else if (!strcmp(what, "keys") || !strcmp(what, "models") || !strcmp(what, "tiers") || !strcmp(what, "usage"))
-        gx_maas_api(d->maas, c.user, req, resp, c.seg, c.nseg);
-    else {
-        for (int i = 0; kinds[i].plural; i++)
-            if (!strcmp(what, kinds[i].plural)) { object_routes(&c, kinds[i].plural, kinds[i].kind); return; }
-        gx_resp_errorf(resp, 404, "no such path %s", p);
+        return 1;
     }
+    if (!strcmp(what, "workloads")) { workload_routes(&c); return 1; }
+    if (!strcmp(what, "apply") && c.nseg == 3) { apply(&c); return 1; }
+    if (!strcmp(what, "gpus") && c.nseg <= 5) { gpus(&c); return 1; }
+    if (!strcmp(what, "users") && c.nseg <= 4) { users(&c); return 1; }
+    for (int i = 0; i < a->nmounts; i++)
+        if (!strcmp(what, a->mounts[i].name)) {
+            a->mounts[i].fn(a->mounts[i].ud, c.user, req, resp, c.seg, c.nseg);
+            return 1;
+        }
+    for (int i = 0; kinds[i].plural; i++)
+        if (!strcmp(what, kinds[i].plural)) { object_routes(&c, kinds[i].plural, kinds[i].kind); return 1; }
+    gx_resp_errorf(resp, 404, "no such path %s", p);
+    return 1;
 }

@@ -15,15 +15,11 @@
 #include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include "ops/daemon.h"
+#include "daemon/root.h"
 #include "daemon/serve.h"
-#include "lib/yaml.h"
-#include "portal/portal.h"
-#include "maas/maas.h"
 #include "gpu/runtime.h"
 #include "lib/path.h"
-
-#define STREAM_POLL_MS 250
+#include "lib/yaml.h"
 
 static void usage(FILE *f)
 {
@@ -89,36 +85,6 @@ static void on_signal(gx_loop *l, int fd, uint32_t ev, void *ud)
                 strsignal((int)si.ssi_signo));
         gx_loop_stop(l);
     }
-}
-
-static int64_t prepare(gx_loop *l, void *ud)
-{
-    gx_daemon *d = ud;
-    int64_t sleep = gx_d_tick(d);
-    int64_t gs = gx_gpu_rt_tick(gx_loop_now(l));   /* GPU samples (utilisation history) */
-    if (gs >= 0 && (sleep < 0 || gs < sleep)) sleep = gs;
-    gx_http_run(d->http);
-    /* the gateway: transfers done resume their requests (answered at once); http_run
-     * does the cleanup after them; answers may start transfers, whose timer the
-     * second tick arms */
-    gx_maas_tick(d->maas);
-    gx_http_run(d->http);
-    int64_t g = gx_maas_tick(d->maas);
-    if (g >= 0 && (sleep < 0 || g < sleep)) sleep = g;
-    int64_t t = gx_http_timeout(d->http);
-    if (t >= 0 && (sleep < 0 || t < sleep)) sleep = t;
-    /* Followers of logs: let their readers look again every STREAM_POLL_MS. */
-    if (gx_http_stream_count(d->http) > 0) {
-        static int64_t last;
-        int64_t now = gx_loop_now(l);
-        if (now - last >= STREAM_POLL_MS) {
-            last = now;
-            gx_http_wake_streams(d->http);
-            gx_http_run(d->http);
-        }
-        if (sleep < 0 || sleep > STREAM_POLL_MS) sleep = STREAM_POLL_MS;
-    }
-    return sleep;
 }
 
 static int apply_file(gx_daemon *d, const char *path, gx_err *err)
@@ -202,69 +168,69 @@ static int parse_args(int argc, char **argv, gx_config *cfg, int *rotate)
 
 int gx_serve_main(int argc, char **argv)
 {
-    static gx_daemon d;
-    memset(&d, 0, sizeof d);
-    gx_config_defaults(&d.cfg);
+    static gx_root root;   /* static: large, and alive as long as the process */
+    memset(&root, 0, sizeof root);
+    gx_daemon *d = &root.d;
+    gx_config_defaults(&d->cfg);
     int rotate = 0;
-    int rc = parse_args(argc, argv, &d.cfg, &rotate);
-    if (rc) { gx_config_free(&d.cfg); return rc == 1 ? 0 : rc; }
+    int rc = parse_args(argc, argv, &d->cfg, &rotate);
+    if (rc) { gx_config_free(&d->cfg); return rc == 1 ? 0 : rc; }
     gx_err e;
     gx_err_clear(&e);
     char buf[1024];
     int status = 1, lockfd = -1, sfd = -1;
     char real[PATH_MAX];
-    if (ensure_dir(d.cfg.data_dir, &e)) goto out;
-    if (realpath(d.cfg.data_dir, real)) snprintf(d.cfg.data_dir, sizeof d.cfg.data_dir, "%s", real);
+    if (ensure_dir(d->cfg.data_dir, &e)) goto out;
+    if (realpath(d->cfg.data_dir, real)) snprintf(d->cfg.data_dir, sizeof d->cfg.data_dir, "%s", real);
     /* the secrets' folder is root's alone (docs/security.md), even when it existed before */
-    if (d.cfg.run.sandbox && chmod(d.cfg.data_dir, 0700) < 0)
-        fprintf(stderr, "gpuaas serve: WARNING: cannot make %s mode 0700: %s\n", d.cfg.data_dir, strerror(errno));
-    if (strlen(d.cfg.data_dir) > GX_DATA_DIR_MAX) {   /* a pod's paths under it must fit (see data_path) */
-        gx_errf(&e, 422, "dataDir", "%s is longer than %d bytes", d.cfg.data_dir, GX_DATA_DIR_MAX);
+    if (d->cfg.run.sandbox && chmod(d->cfg.data_dir, 0700) < 0)
+        fprintf(stderr, "gpuaas serve: WARNING: cannot make %s mode 0700: %s\n", d->cfg.data_dir, strerror(errno));
+    if (strlen(d->cfg.data_dir) > GX_DATA_DIR_MAX) {   /* a pod's paths under it must fit (see data_path) */
+        gx_errf(&e, 422, "dataDir", "%s is longer than %d bytes", d->cfg.data_dir, GX_DATA_DIR_MAX);
         goto out;
     }
-    if ((lockfd = lock_data_dir(d.cfg.data_dir, &e)) < 0) goto out;
-    if (data_path(d.log_dir, sizeof d.log_dir, d.cfg.data_dir, "logs", &e) ||
-        data_path(d.run_dir, sizeof d.run_dir, d.cfg.data_dir, "run", &e))
+    if ((lockfd = lock_data_dir(d->cfg.data_dir, &e)) < 0) goto out;
+    if (data_path(d->log_dir, sizeof d->log_dir, d->cfg.data_dir, "logs", &e) ||
+        data_path(d->run_dir, sizeof d->run_dir, d->cfg.data_dir, "run", &e))
         goto out;
-    if (ensure_dir(d.log_dir, &e) || ensure_dir(d.run_dir, &e)) goto out;
-    gx_strmap_init(&d.wls);
-    d.objects = json_object();
-    if (!(d.loop = gx_loop_new())) { gx_errf(&e, 500, "", "cannot create the event loop"); goto out; }
-    if (!(d.store = gx_store_open(d.cfg.data_dir, &e))) goto out;
-    if (!(d.auth = gx_auth_open(d.store, d.cfg.data_dir, &e))) goto out;
+    if (ensure_dir(d->log_dir, &e) || ensure_dir(d->run_dir, &e)) goto out;
+    gx_strmap_init(&d->wls);
+    d->objects = json_object();
+    if (!(d->loop = gx_loop_new())) { gx_errf(&e, 500, "", "cannot create the event loop"); goto out; }
+    if (!(d->store = gx_store_open(d->cfg.data_dir, &e))) goto out;
+    if (!(d->auth = gx_auth_open(d->store, d->cfg.data_dir, &e))) goto out;
     char token[GX_TOKEN_MAX];
-    if (gx_auth_bootstrap(d.auth, rotate, token, gx_loop_now(d.loop), &e) < 0) goto out;
-    gx_engine_opts eo = {.fair_sharing = d.cfg.fair_sharing};
-    d.eng = gx_engine_new(&eo);
-    if (!(d.maas = gx_maas_new(&d, &e))) goto out;
-    if (gx_d_load_objects(&d, &e)) goto out;
+    if (gx_auth_bootstrap(d->auth, rotate, token, gx_loop_now(d->loop), &e) < 0) goto out;
+    gx_engine_opts eo = {.fair_sharing = d->cfg.fair_sharing};
+    d->eng = gx_engine_new(&eo);
+    if (gx_root_front_doors(&root, &e)) goto out;
+    if (gx_d_load_objects(d, &e)) goto out;
     size_t i;
     json_t *x;
     /* the GPU layer (src/gpu): NVML or the simulated nodes, with their sharing resolved */
-    gx_gpu_config gc = {d.cfg.inventory, d.cfg.nvml_library, d.cfg.nodes, d.cfg.device_plugin,
-                        d.cfg.device_plugin_default, d.cfg.mig_parted, d.cfg.mig_default};
-    json_t *inv_nodes = gx_gpu_rt_open(&gc, d.cfg.placement_policy, d.eng, stderr, &e);
+    gx_gpu_config gc = {d->cfg.inventory, d->cfg.nvml_library, d->cfg.nodes, d->cfg.device_plugin,
+                        d->cfg.device_plugin_default, d->cfg.mig_parted, d->cfg.mig_default};
+    json_t *inv_nodes = gx_gpu_rt_open(&gc, d->cfg.placement_policy, d->eng, stderr, &e);
     if (!inv_nodes) goto out;
     json_array_foreach(inv_nodes, i, x)
-        if (gx_engine_apply(d.eng, x, &e)) {
+        if (gx_engine_apply(d->eng, x, &e)) {
             gx_err_prefix(&e, "");
             gx_err_wrap(&e, "inventory node %zu", i);
             json_decref(inv_nodes);
             goto out;
         }
     json_decref(inv_nodes);
-    json_array_foreach(d.cfg.manifests, i, x)
-        if (apply_file(&d, json_string_value(x), &e)) {
+    json_array_foreach(d->cfg.manifests, i, x)
+        if (apply_file(d, json_string_value(x), &e)) {
             fprintf(stderr, "gpuaas serve: %s\n", gx_err_str(&e, json_string_value(x), buf, sizeof buf));
             goto out_quiet;
         }
     char mps_root[PATH_MAX];
-    snprintf(mps_root, sizeof mps_root, "%s", d.cfg.mps_root[0] ? d.cfg.mps_root : d.cfg.data_dir);
-    if (!d.cfg.mps_root[0]) strncat(mps_root, "/mps", sizeof mps_root - strlen(mps_root) - 1);
-    gx_gpu_rt_start(d.cfg.data_dir, mps_root, stderr);
-    if (!(d.box = gx_podbox_open(&d.cfg.run, d.cfg.data_dir, d.store, &e))) goto out;
-    if (gx_d_recover(&d, &e)) goto out;
-    if (!(d.portal = gx_portal_new(&d))) { gx_errf(&e, 500, "", "cannot start the portal"); goto out; }
+    snprintf(mps_root, sizeof mps_root, "%s", d->cfg.mps_root[0] ? d->cfg.mps_root : d->cfg.data_dir);
+    if (!d->cfg.mps_root[0]) strncat(mps_root, "/mps", sizeof mps_root - strlen(mps_root) - 1);
+    gx_gpu_rt_start(d->cfg.data_dir, mps_root, stderr);
+    if (!(d->box = gx_podbox_open(&d->cfg.run, d->cfg.data_dir, d->store, &e))) goto out;
+    if (gx_d_recover(d, &e)) goto out;
 
     sigset_t mask;
     sigemptyset(&mask);
@@ -274,16 +240,14 @@ int gx_serve_main(int argc, char **argv)
     sigprocmask(SIG_BLOCK, &mask, NULL);
     signal(SIGPIPE, SIG_IGN);
     sfd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
-    if (sfd < 0 || gx_loop_watch(d.loop, sfd, 0x001, on_signal, &d)) { gx_errf(&e, 500, "", "signalfd failed"); goto out; }
+    if (sfd < 0 || gx_loop_watch(d->loop, sfd, 0x001, on_signal, d)) { gx_errf(&e, 500, "", "signalfd failed"); goto out; }
 
-    if (!(d.http = gx_http_start(d.loop, d.cfg.listen_host, d.cfg.listen_port, d.cfg.max_body_bytes, gx_d_route, &d, &e)))
-        goto out;
-    gx_maas_attach_http(d.maas, d.http);
-    d.ready = 1;
+    if (gx_root_listen(&root, &e)) goto out;
+    d->ready = 1;
     char url[128];
-    snprintf(url, sizeof url, "http://%s:%d", d.cfg.listen_host, gx_http_port(d.http));
+    snprintf(url, sizeof url, "http://%s:%d", d->cfg.listen_host, gx_http_port(d->http));
     char sj[PATH_MAX];
-    if (data_path(sj, sizeof sj, d.cfg.data_dir, "serve.json", &e)) goto out;
+    if (data_path(sj, sizeof sj, d->cfg.data_dir, "serve.json", &e)) goto out;
     FILE *f = fopen(sj, "w");
     if (f) {
         fprintf(f, "{\"url\": \"%s\", \"pid\": %d}\n", url, (int)getpid());
@@ -291,10 +255,10 @@ int gx_serve_main(int argc, char **argv)
     }
     fprintf(stderr, "gpuaas serve: listening on %s\n", url);
     fprintf(stderr, "  portal:    %s/ (sign in with a token or a password)\n", url);
-    fprintf(stderr, "  data:      %s (gpuaas.db, logs/)\n", d.cfg.data_dir);
-    describe_inventory(&d);
-    gx_podbox_describe(d.box, stderr);
-    fprintf(stderr, "  workloads: %zu recovered\n", d.wls.n);
+    fprintf(stderr, "  data:      %s (gpuaas.db, logs/)\n", d->cfg.data_dir);
+    describe_inventory(d);
+    gx_podbox_describe(d->box, stderr);
+    fprintf(stderr, "  workloads: %zu recovered\n", d->wls.n);
     if (token[0]) {
         fprintf(stderr, "  admin token (shown once; keep it): %s\n", token);
         fprintf(stderr, "    export GPUAAS_SERVER=%s GPUAAS_TOKEN=%s\n", url, token);
@@ -302,29 +266,28 @@ int gx_serve_main(int argc, char **argv)
         fprintf(stderr, "  admin token: created at the first start (new one: gpuaas serve --rotate-admin-token)\n");
     }
     fflush(stderr);
-    gx_loop_set_prepare(d.loop, prepare, &d);
-    gx_loop_run(d.loop);
+    gx_loop_set_prepare(d->loop, gx_root_prepare, &root);
+    gx_loop_run(d->loop);
     status = 0;
     goto cleanup;
 out:
-    fprintf(stderr, "gpuaas serve: %s\n", gx_err_str(&e, d.cfg.path[0] && e.line ? d.cfg.path : NULL, buf, sizeof buf));
+    fprintf(stderr, "gpuaas serve: %s\n", gx_err_str(&e, d->cfg.path[0] && e.line ? d->cfg.path : NULL, buf, sizeof buf));
 out_quiet:
     status = 1;
 cleanup:
-    gx_maas_shutdown(d.maas);
-    if (d.http) gx_http_stop(d.http);
-    gx_maas_free(d.maas);
+    gx_root_shutdown(&root);
+    if (d->http) gx_http_stop(d->http);
+    gx_root_free(&root);
     if (sfd >= 0) close(sfd);
-    gx_portal_free(d.portal);
-    gx_d_free_all(&d);
-    gx_podbox_free(d.box);
+    gx_d_free_all(d);
+    gx_podbox_free(d->box);
     gx_gpu_rt_stop(stderr);
-    gx_engine_free(d.eng);
-    gx_auth_free(d.auth);
-    gx_store_close(d.store);
-    gx_loop_free(d.loop);
-    json_decref(d.objects);
-    gx_config_free(&d.cfg);
+    gx_engine_free(d->eng);
+    gx_auth_free(d->auth);
+    gx_store_close(d->store);
+    gx_loop_free(d->loop);
+    json_decref(d->objects);
+    gx_config_free(&d->cfg);
     if (lockfd >= 0) close(lockfd);
     return status;
 }

@@ -25,7 +25,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-#include "ops/daemon.h"
+#include "ops/ops.h"
 #include "maas/maas_int.h"
 
 #define ID_LEN 12
@@ -120,28 +120,25 @@ static size_t forget_ended(gx_maas_keys *k, int64_t now, size_t keep)
     return gone;
 }
 
-/* GPUAAS_GATEWAY_KEY_CAPS=ACTIVE,PER_USER,ENDED_HELD lowers the caps, so that tests
- * can reach them with a few keys; a value above the default keeps the default. */
-static void caps_from_env(gx_maas_keys *k)
+/* Lower caps (GPUAAS_GATEWAY_KEY_CAPS, read by the composition root) let tests reach
+ * them with a few keys; 0, or a value above the default, keeps the default. */
+static void set_caps(gx_maas_keys *k, const long caps[3])
 {
     k->max_active = MAX_ACTIVE_KEYS;
     k->max_user = MAX_USER_KEYS;
     k->max_ended = MAX_ENDED_HELD;
-    const char *e = getenv("GPUAAS_GATEWAY_KEY_CAPS");
-    long a, u, d;
-    if (!e || sscanf(e, "%ld,%ld,%ld", &a, &u, &d) != 3) return;
-    if (a > 0 && a < MAX_ACTIVE_KEYS) k->max_active = (size_t)a;
-    if (u > 0 && u < MAX_USER_KEYS) k->max_user = (size_t)u;
-    if (d >= 0 && d < MAX_ENDED_HELD) k->max_ended = (size_t)d;
+    if (caps[0] > 0 && caps[0] < MAX_ACTIVE_KEYS) k->max_active = (size_t)caps[0];
+    if (caps[1] > 0 && caps[1] < MAX_USER_KEYS) k->max_user = (size_t)caps[1];
+    if (caps[2] > 0 && caps[2] < MAX_ENDED_HELD) k->max_ended = (size_t)caps[2];
 }
 
-gx_maas_keys *gx_maas_keys_open(gx_store *st, const char *data_dir, gx_err *err)
+gx_maas_keys *gx_maas_keys_open(gx_store *st, const char *data_dir, const long caps[3], gx_err *err)
 {
     gx_maas_keys *k = calloc(1, sizeof *k);
     if (!k) { gx_errf(err, 500, "", "out of memory"); return NULL; }
     k->st = st;
     gx_strmap_init(&k->by_id);
-    caps_from_env(k);
+    set_caps(k, caps);
     /* auth.c created the pepper before us; one pepper for tokens and keys */
     char path[4096];
     snprintf(path, sizeof path, "%s/secret.key", data_dir);

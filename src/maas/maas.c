@@ -10,13 +10,13 @@
 #include <sys/resource.h>
 #include <time.h>
 #include <curl/curl.h>
-#include "ops/daemon.h"
+#include "lib/alloc.h"
 #include "maas/maas_int.h"
 #include "lib/sbuf.h"
 
 #define MAX_KEY_NAME 63
 
-int64_t gx_maas_now(const gx_maas *m) { return gx_loop_now(m->d->loop); }
+int64_t gx_maas_now(const gx_maas *m) { return gx_loop_now(m->loop); }
 
 double gx_maas_mono(void)
 {
@@ -25,29 +25,22 @@ double gx_maas_mono(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-gx_maas *gx_maas_new(struct gx_daemon *d, gx_err *err)
+gx_maas *gx_maas_new(const gx_maas_env *env, gx_err *err)
 {
-    gx_maas *m = calloc(1, sizeof *m);
-    if (!m) { gx_errf(err, 500, "", "out of memory"); return NULL; }
-    m->d = d;
-    m->heartbeat_ms = 15000;
+    gx_maas *m = gx_xcalloc(1, sizeof *m);
+    m->env = *env;
+    m->loop = env->loop;
+    m->store = env->store;
+    m->ops = env->ops;
+    m->heartbeat_ms = env->heartbeat_ms > 0 ? env->heartbeat_ms : 15000;
+    if (m->env.scrape_ms <= 0) m->env.scrape_ms = 15000;
     m->body_limit = 16u << 20;
     gx_strmap_init(&m->tiers);
     gx_strmap_init(&m->models);
     gx_strmap_init(&m->served);
-    curl_global_init(CURL_GLOBAL_DEFAULT);
-    /* every stream holds two descriptors (client, upstream): 1,000 streams need more
-     * than the usual soft limit of 1,024 */
-    struct rlimit rl;
-    if (!getrlimit(RLIMIT_NOFILE, &rl) && rl.rlim_cur < rl.rlim_max && rl.rlim_cur < 65536) {
-        rl.rlim_cur = rl.rlim_max < 65536 ? rl.rlim_max : 65536;
-        setrlimit(RLIMIT_NOFILE, &rl);
-    }
-    const char *hb = getenv("GPUAAS_GATEWAY_HEARTBEAT_MS");
-    if (hb && atoi(hb) > 0) m->heartbeat_ms = atoi(hb);
-    if (!(m->keys = gx_maas_keys_open(d->store, d->cfg.data_dir, err))) goto fail;
+    if (!(m->keys = gx_maas_keys_open(env->store, env->data_dir, env->key_caps, err))) goto fail;
     if (!(m->proxy = gx_maas_proxy_new(m))) { gx_errf(err, 500, "", "cannot start the gateway's HTTP client"); goto fail; }
-    m->usage = gx_maas_usage_new(d->store);
+    m->usage = gx_maas_usage_new(env->store);
     gx_maas_windows_load(m, gx_maas_now(m)); /* budgets used before a restart */
     return m;
 fail:
@@ -193,7 +186,6 @@ void gx_maas_limit_headers(gx_resp *resp, const gx_maas_verdict *v)
 
 /* ---- objects ---------------------------------------------------------------------------- */
 
-int gx_maas_owns_kind(const char *kind) { return kind && (!strcmp(kind, "Model") || !strcmp(kind, "Tier")); }
 
 gx_maas_tier *gx_maas_tier_get(gx_maas *m, const char *name)
 {
@@ -276,6 +268,42 @@ int gx_maas_delete(gx_maas *m, const char *kind, const char *name, gx_err *err)
     if (!t) return gx_errf(err, 404, "", "no Tier %s", name);
     t->present = 0; /* its keys are refused from the next request on */
     return 0;
+}
+
+/* The daemon's kinds table (ops/kinds.h) calls these. */
+static int kind_validate(void *ud, const json_t *doc, json_t *const *others, size_t n, gx_err *err)
+{
+    return gx_maas_validate(ud, doc, others, n, err);
+}
+
+static int kind_apply(void *ud, const json_t *doc, gx_err *err)
+{
+    (void)err;
+    gx_maas_apply(ud, doc);
+    return 0;
+}
+
+static int kind_remove(void *ud, const char *kind, const char *ns, const char *name, gx_err *err)
+{
+    (void)ns;
+    return gx_maas_delete(ud, kind, name, err);
+}
+
+size_t gx_maas_kinds(gx_maas *m, gx_kind out[2])
+{
+    static const char *const names[] = {"Tier", "Model"};   /* a Model names Tiers: Tiers first */
+    for (size_t i = 0; i < 2; i++)
+        out[i] = (gx_kind){.kind = names[i], .api_version = "gpuaas.dev/v1alpha1", .validate = kind_validate,
+                           .apply = kind_apply, .remove = kind_remove, .ud = m};
+    return 2;
+}
+
+static void hook_user_deleted(void *ud, const char *user) { gx_maas_user_deleted(ud, user); }
+static char *hook_metrics(void *ud, char *text) { return gx_maas_metrics(ud, text); }
+
+gx_hooks gx_maas_hooks(gx_maas *m)
+{
+    return (gx_hooks){.user_deleted = hook_user_deleted, .metrics = hook_metrics, .ud = m};
 }
 
 /* ---- /v1 ------------------------------------------------------------------------------- */
@@ -450,7 +478,7 @@ static void objects_api(gx_maas *m, const gx_user *u, gx_req *req, gx_resp *resp
         if (!u->admin) { gx_resp_errorf(resp, 403, "only an admin may do this (you are %s)", u->name); return; }
         gx_err e;
         gx_err_clear(&e);
-        if (gx_d_delete_object(m->d, kind, NULL, seg[3], &e)) gx_resp_error(resp, &e);
+        if (gx_d_delete_object(m->ops, kind, NULL, seg[3], &e)) gx_resp_error(resp, &e);
         else gx_resp_json(resp, 200, json_pack("{s:{s:s,s:s}}", "deleted", "kind", kind, "name", seg[3]));
         return;
     }

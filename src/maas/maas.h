@@ -9,20 +9,38 @@
 #include <jansson.h>
 #include "auth/auth.h"
 #include "net/http.h"
+#include "net/loop.h"
 #include "lib/err.h"
+#include "ops/kinds.h"
+#include "ops/ops.h"
+#include "store/store.h"
 
 typedef struct gx_maas gx_maas;
-struct gx_daemon;
 
-gx_maas *gx_maas_new(struct gx_daemon *d, gx_err *err);
+/* What the gateway is built with (src/daemon/serve.c, the composition root, fills it:
+ * it alone reads the environment). */
+typedef struct gx_maas_env {
+    gx_loop *loop;
+    gx_store *store;
+    gx_daemon *ops;            /* model servers are workloads: submitted through ops */
+    const char *data_dir;
+    int64_t heartbeat_ms;      /* SSE keep-alive comment every... (0: 15 s) */
+    int64_t scrape_ms;         /* replicas' /metrics scraped every... (0: 15 s) */
+    int upstream_curl_only;    /* every transfer through libcurl (A/B runs, tests) */
+    long key_caps[3];          /* lower key caps (tests): active, per user, ended held; 0 default */
+} gx_maas_env;
+
+gx_maas *gx_maas_new(const gx_maas_env *env, gx_err *err);
 /* Start listening-side things that need the HTTP server (body limit of /v1/). */
 void gx_maas_attach_http(gx_maas *m, gx_http *h);
 void gx_maas_free(gx_maas *m);
 /* Before the HTTP server stops: end transfers, answer requests still waiting. */
 void gx_maas_shutdown(gx_maas *m);
 
-/* Is this one of the gateway's kinds (Model, Tier)? */
-int gx_maas_owns_kind(const char *kind);
+/* The gateway's kinds (Tier, Model) for the daemon's table (ops/kinds.h); returns 2. */
+size_t gx_maas_kinds(gx_maas *m, gx_kind out[2]);
+/* Its hooks: a deleted user's keys revoked, its /metrics lines. */
+gx_hooks gx_maas_hooks(gx_maas *m);
 /* Validate one Model or Tier; others holds every document of the same apply (for
  * references between them). Returns 0 or -1 with err filled. */
 int gx_maas_validate(gx_maas *m, const json_t *doc, json_t *const *others, size_t nothers, gx_err *err);

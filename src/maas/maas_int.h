@@ -139,7 +139,7 @@ typedef struct gx_maas_key {
 } gx_maas_key;
 
 typedef struct gx_maas_keys gx_maas_keys;
-gx_maas_keys *gx_maas_keys_open(gx_store *st, const char *data_dir, gx_err *err);
+gx_maas_keys *gx_maas_keys_open(gx_store *st, const char *data_dir, const long caps[3], gx_err *err);
 void gx_maas_keys_free(gx_maas_keys *k);
 /* The key a bearer value names, if it is valid now; else NULL with why (for 401). */
 gx_maas_key *gx_maas_keys_check(gx_maas_keys *k, const char *bearer, int64_t now, const char **why);
@@ -300,7 +300,10 @@ uint64_t gx_maas_proxy_pauses(const gx_maas_proxy *p);
 /* ---- maas.c ------------------------------------------------------------------------- */
 
 struct gx_maas {
-    struct gx_daemon *d;
+    gx_maas_env env;           /* what it was built with (loop, store, ops, settings) */
+    gx_loop *loop;             /* env.loop */
+    gx_store *store;           /* env.store */
+    gx_daemon *ops;            /* env.ops: the daemon's operations (ops/ops.h) */
     gx_maas_keys *keys;
     gx_strmap tiers;           /* name -> gx_maas_tier * */
     gx_strmap models;          /* name -> gx_maas_model * */

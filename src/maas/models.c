@@ -22,7 +22,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
-#include "ops/daemon.h"
+#include "ops/ops.h"
 #include "lib/sbuf.h"
 #include "maas/maas_int.h"
 #include "maas/scrape.h"
@@ -212,7 +212,7 @@ static void record_server(gx_maas *m, const gx_maas_model *md, const gx_maas_rep
     if (keep && md) snprintf(v, sizeof v, "%s %d %016llx", r->created[0] ? r->created : "-", r->port, spec_hash(md->spec));
     gx_err e;
     gx_err_clear(&e);
-    if (gx_store_meta_put(m->d->store, k, v, &e))
+    if (gx_store_meta_put(m->store, k, v, &e))
         fprintf(stderr, "gpuaas: gateway: recording model server %s: %s (it is replaced after a restart)\n", r->wl.key, e.msg);
 }
 
@@ -230,7 +230,7 @@ static int adopt(gx_maas *m, gx_maas_model *md, gx_maas_replica *r, const json_t
     int port;
     unsigned long long h;
     record_key(r, k, sizeof k);
-    if (gx_store_meta_get(m->d->store, k, rec, sizeof rec) || sscanf(rec, "%39s %d %llx", c, &port, &h) != 3) return 0;
+    if (gx_store_meta_get(m->store, k, rec, sizeof rec) || sscanf(rec, "%39s %d %llx", c, &port, &h) != 3) return 0;
     if (strcmp(c, created) || h != spec_hash(md->spec) || port <= 0 || port > 65535) return 0;
     r->port = port;
     snprintf(r->url, sizeof r->url, "http://127.0.0.1:%d", port);
@@ -249,7 +249,7 @@ static void stop_replica(gx_maas *m, gx_maas_replica *r)
     r->ready = 0;
     if (r->wl_state == 1) {
         gx_err e;
-        gx_d_cancel(m->d, r->wl.key, "the gateway (model changed, deleted or idle)", &e);
+        gx_d_cancel(m->ops, r->wl.key, "the gateway (model changed, deleted or idle)", &e);
         r->wl_state = 2;
     }
 }
@@ -258,17 +258,6 @@ static void stop_replica(gx_maas *m, gx_maas_replica *r)
 
 #define SCRAPE_MAX_AGE_MS 60000
 
-/* Every 15 s: vLLM's gauges move slowly, and Prometheus scrapes the daemon at about that
- * rate. GPUAAS_GATEWAY_SCRAPE_MS shortens it for tests. */
-static int64_t scrape_every_ms(void)
-{
-    static int64_t every;
-    if (!every) {
-        const char *s = getenv("GPUAAS_GATEWAY_SCRAPE_MS");
-        every = s && atoi(s) > 0 ? atoi(s) : 15000;
-    }
-    return every;
-}
 
 static void scrape_in_free(gx_maas_replica *r)
 {
@@ -300,7 +289,9 @@ static void scrape_start(gx_maas *m, gx_maas_model *md, gx_maas_replica *r, int6
         scrape_in_free(r);
         md->scrapes_failed++;
     }
-    r->next_scrape_ms = now + scrape_every_ms();
+    /* every 15 s by default: vLLM's gauges move slowly, and Prometheus scrapes the
+     * daemon at about that rate (tests shorten it: gx_maas_env.scrape_ms) */
+    r->next_scrape_ms = now + m->env.scrape_ms;
 }
 
 /* Scrape the ready replicas that are due; forget what a replica reported once it is
@@ -563,18 +554,18 @@ static void manage(gx_maas *m, gx_maas_model *md, gx_maas_replica *r, int desire
     gx_err e;
     gx_err_clear(&e);
     if (r->wl_state == 2) { /* stopping: delete the Job once its processes are gone */
-        if (!gx_d_active(m->d, r->wl.key)) {
-            json_t *v = gx_d_view(m->d, r->wl.key);
+        if (!gx_d_active(m->ops, r->wl.key)) {
+            json_t *v = gx_d_view(m->ops, r->wl.key);
             /* forget it first: a crash between the two leaves a Job that is not adopted */
             if (v) record_server(m, md, r, 0);
-            if (v) gx_d_delete(m->d, r->wl.key, &e);
+            if (v) gx_d_delete(m->ops, r->wl.key, &e);
             json_decref(v);
             r->wl_state = 0;
         }
         return;
     }
     if (r->wl_state == 1) {
-        json_t *v = gx_d_view(m->d, r->wl.key);
+        json_t *v = gx_d_view(m->ops, r->wl.key);
         const char *phase = v ? json_string_value(json_object_get(v, "phase")) : NULL;
         if (!v || ended(phase) || !desired) {
             if (v && ended(phase) && desired) {
@@ -595,7 +586,7 @@ static void manage(gx_maas *m, gx_maas_model *md, gx_maas_replica *r, int desire
         return;
     }
     if (r->retired || !md->present) return;
-    json_t *old = gx_d_view(m->d, r->wl.key);
+    json_t *old = gx_d_view(m->ops, r->wl.key);
     if (old && adopt(m, md, r, old, now)) {
         json_decref(old);
         if (!desired) { /* a scaled-to-zero model whose server ran: it idles out from now */
@@ -615,7 +606,7 @@ static void manage(gx_maas *m, gx_maas_model *md, gx_maas_replica *r, int desire
     snprintf(r->url, sizeof r->url, "http://127.0.0.1:%d", r->port);
     json_t *job = job_of(md, r);
     json_t *view = NULL;
-    if (r->port < 0 || gx_d_submit(m->d, job, NULL, &view, &e)) {
+    if (r->port < 0 || gx_d_submit(m->ops, job, NULL, &view, &e)) {
         fprintf(stderr, "gpuaas: gateway: model %s: cannot start %s: %s\n", md->name, r->wl.key, e.msg);
         r->start_at = now + 5000;
     } else {

@@ -17,7 +17,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
-#include "ops/daemon.h"
 #include "maas/maas_int.h"
 #include "maas/scrape.h"
 #include "net/upstream.h"
@@ -94,7 +93,7 @@ static int on_socket(CURL *e, curl_socket_t s, int what, void *userp, void *sock
 {
     (void)e; (void)socketp;
     gx_maas_proxy *p = userp;
-    gx_loop *loop = p->m->d->loop;
+    gx_loop *loop = p->m->loop;
     if (what == CURL_POLL_REMOVE) gx_loop_unwatch(loop, s);
     else gx_loop_watch(loop, s, (what & CURL_POLL_IN ? EPOLLIN : 0) | (what & CURL_POLL_OUT ? EPOLLOUT : 0), on_fd, p);
     return 0;
@@ -151,10 +150,9 @@ gx_maas_proxy *gx_maas_proxy_new(gx_maas *m)
     p->m = m;
     p->timer_at = -1;
     p->multi = curl_multi_init();
-    p->up = gx_up_new(m->d->loop);
+    p->up = gx_up_new(m->loop);
     if (!p->multi || !p->up) { curl_multi_cleanup(p->multi); free(p->up); free(p); return NULL; }
-    const char *t = getenv("GPUAAS_GATEWAY_UPSTREAM"); /* for A/B runs and testing the libcurl path */
-    p->curl_only = t && !strcmp(t, "curl");
+    p->curl_only = m->env.upstream_curl_only; /* for A/B runs and testing the libcurl path */
     curl_multi_setopt(p->multi, CURLMOPT_SOCKETFUNCTION, on_socket);
     curl_multi_setopt(p->multi, CURLMOPT_SOCKETDATA, p);
     curl_multi_setopt(p->multi, CURLMOPT_TIMERFUNCTION, on_timer);

@@ -18,6 +18,8 @@
 #include "run/podspec.h"
 #include "run/proc.h"
 #include "store/store.h"
+#include "ops/kinds.h"
+#include "ops/ops.h"
 
 /* One process of a workload's run. */
 typedef struct gx_pod {
@@ -70,23 +72,22 @@ typedef struct gx_daemon {
                                                                         * NS/NAME/files under them fit PATH_MAX */
     int64_t next_timer_check;
     int64_t engine_wake;   /* when the engine has timed work (max execution time), 0 none */
-    uint64_t http_requests;
-    struct gx_maas *maas;  /* the OpenAI-compatible gateway (src/maas) */
-    struct gx_portal *portal;  /* the web UI (src/portal) */
+    const struct gx_mux *mux;  /* the HTTP dispatcher (net/mux.h): its request count */
+    gx_kind kinds[GX_KINDS_MAX];   /* every kind apply takes, in order of application */
+    int nkinds;
+    gx_engine *scratch;    /* during an apply: the engine the new documents are judged on */
+    gx_hooks hooks[4];     /* the front doors' subscriptions (user deleted, /metrics) */
+    int nhooks;
     gx_podbox *box;        /* the pod sandbox (run/podbox.h); its cgroups also in none mode */
 } gx_daemon;
 
 /* workloads.c */
-int gx_d_submit(gx_daemon *d, const json_t *manifest, const char *user_ns_check, json_t **view, gx_err *err);
-int gx_d_cancel(gx_daemon *d, const char *key, const char *who, gx_err *err);
-int gx_d_delete(gx_daemon *d, const char *key, gx_err *err);
-json_t *gx_d_view(gx_daemon *d, const char *key);
-json_t *gx_d_list(gx_daemon *d, const gx_wl_filter *f);
+/* (the operations the front doors call are in ops/ops.h) */
 /* A scheduling pass plus everything timed (kills, restarts); returns ms to sleep at most. */
 int64_t gx_d_tick(gx_daemon *d);
 int gx_d_recover(gx_daemon *d, gx_err *err);
-/* Does a workload still have live processes or can it still produce output? */
-int gx_d_active(gx_daemon *d, const char *key);
+/* Forget a workload submitted in a transaction that was rolled back (memory only). */
+void gx_d_unsubmit(gx_daemon *d, const char *key);
 void gx_d_log_path(const gx_daemon *d, const char *key, int index, char *out, size_t n);
 int gx_d_pod_count(gx_daemon *d, const char *key);
 void gx_d_free_all(gx_daemon *d);
@@ -106,21 +107,11 @@ void gx_d_pod_log_tail(gx_daemon *d, const gx_wl *w, int index, char *out, size_
 
 /* objects.c */
 struct gx_yaml_docs;
-/* Apply Kueue objects and Nodes, all or nothing. result: {"items":[{kind,namespace,name,action}]}. */
-int gx_d_apply(gx_daemon *d, const struct gx_yaml_docs *docs, json_t **result, gx_err *err);
+/* The composition root registers the engine's kinds first, then each front door's. */
+void gx_d_register_engine_kinds(gx_daemon *d);
+int gx_d_register_kind(gx_daemon *d, const gx_kind *k);
+int gx_d_register_hooks(gx_daemon *d, const gx_hooks *h);
 int gx_d_load_objects(gx_daemon *d, gx_err *err);
-int gx_d_delete_object(gx_daemon *d, const char *kind, const char *ns, const char *name, gx_err *err);
 
-/* routes.c */
-void gx_d_route(gx_req *req, gx_resp *resp, void *ud);
-
-/* metrics.c */
-char *gx_d_metrics(gx_daemon *d);
-
-/* logs.c */
-int gx_d_logs(gx_daemon *d, const char *key, int pod, int follow, gx_resp *resp, gx_err *err);
-
-/* RFC 3339 UTC with milliseconds. */
-void gx_fmt_time(int64_t ms, char *out, size_t n);
 
 #endif

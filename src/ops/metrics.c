@@ -9,7 +9,7 @@
 #include "ops/daemon.h"
 #include "core/quantity.h"
 #include "gpu/api.h"
-#include "maas/maas.h"
+#include "net/mux.h"
 
 static double qty(const json_t *v)
 {
@@ -110,10 +110,12 @@ char *gx_d_metrics(gx_daemon *d)
     }
     json_decref(all);
     header(&o, "gpuaas_http_requests_total", "counter", "HTTP requests served");
-    gx_sbuf_printf(&o, "gpuaas_http_requests_total %llu\n", (unsigned long long)d->http_requests);
+    gx_sbuf_printf(&o, "gpuaas_http_requests_total %llu\n", (unsigned long long)(d->mux ? d->mux->requests : 0));
     char *gm = gx_gpu_metrics(d->eng);   /* DCGM-exporter names for the GPUs (src/gpu/api.c) */
     gx_sbuf_printf(&o, "%s", gm);
     free(gm);
-    if (d->maas) return gx_maas_metrics(d->maas, o.p);
-    return o.p;
+    char *text = o.p;
+    for (int h = 0; h < d->nhooks; h++)
+        if (d->hooks[h].metrics) text = d->hooks[h].metrics(d->hooks[h].ud, text);
+    return text;
 }

@@ -10,23 +10,67 @@
 #include "ops/daemon.h"
 #include "lib/k8sname.h"
 #include "lib/yaml.h"
-#include "maas/maas.h"
-#include "portal/portal.h"
+#include "lib/alloc.h"
 
-static const char *const kinds[] = {"ResourceFlavor", "Cohort", "ClusterQueue", "LocalQueue",
-                                    "WorkloadPriorityClass", "Node", "Tier", "Model", "Template",
-                                    "PortalConfig", NULL};
-
-/* Objects are applied in this order so that references resolve whatever the order
- * of documents in a file. */
-static int kind_rank(const char *kind)
+/* The table's index of kind, or -1. The table's order is the order of application. */
+static int kind_rank(const gx_daemon *d, const char *kind)
 {
-    for (int i = 0; kinds[i]; i++)
-        if (kind && !strcmp(kind, kinds[i])) return i;
+    for (int i = 0; i < d->nkinds; i++)
+        if (kind && !strcmp(kind, d->kinds[i].kind)) return i;
     return -1;
 }
 
-static int check_kind(const json_t *doc, gx_err *err)
+static const gx_kind *kind_of(const gx_daemon *d, const json_t *doc)
+{
+    int r = kind_rank(d, json_string_value(json_object_get(doc, "kind")));
+    return r < 0 ? NULL : &d->kinds[r];
+}
+
+int gx_d_register_kind(gx_daemon *d, const gx_kind *k)
+{
+    if (d->nkinds == GX_KINDS_MAX || kind_rank(d, k->kind) >= 0) return -1;
+    d->kinds[d->nkinds++] = *k;
+    return 0;
+}
+
+/* ---- the engine's kinds: judged on a scratch engine, applied to the live one -------- */
+
+static int engine_validate(void *ud, const json_t *doc, json_t *const *others, size_t n, gx_err *err)
+{
+    (void)others; (void)n;
+    gx_daemon *d = ud;
+    return gx_engine_apply(d->scratch, doc, err);
+}
+
+static int engine_apply(void *ud, const json_t *doc, gx_err *err)
+{
+    gx_daemon *d = ud;
+    if (gx_engine_apply(d->eng, doc, err)) return -1;
+    d->dirty = 1;
+    return 0;
+}
+
+static int engine_remove(void *ud, const char *kind, const char *ns, const char *name, gx_err *err)
+{
+    gx_daemon *d = ud;
+    if (gx_engine_delete(d->eng, kind, ns, name, err)) return -1;
+    d->dirty = 1;
+    return 0;
+}
+
+void gx_d_register_engine_kinds(gx_daemon *d)
+{
+    static const char *const names[] = {"ResourceFlavor", "Cohort", "ClusterQueue", "LocalQueue",
+                                        "WorkloadPriorityClass", "Node"};
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
+        gx_kind k = {.kind = names[i],
+                     .api_version = strcmp(names[i], "Node") ? "kueue.x-k8s.io/v1beta2" : "gpuaas.dev/v1alpha1",
+                     .validate = engine_validate, .apply = engine_apply, .remove = engine_remove, .ud = d};
+        gx_d_register_kind(d, &k);
+    }
+}
+
+static int check_kind(const gx_daemon *d, const json_t *doc, gx_err *err)
 {
     if (!json_is_object(doc)) return gx_errf(err, 400, "", "a manifest must be a mapping");
     const char *av = json_string_value(json_object_get(doc, "apiVersion"));
@@ -36,12 +80,18 @@ static int check_kind(const json_t *doc, gx_err *err)
     if (!strcmp(kind, "Job") || !strcmp(kind, "Workload"))
         return gx_errf(err, 422, "kind", "a %s is submitted, not applied: gpuaas submit -f FILE "
                        "(POST /api/v1/workloads)", kind);
-    int r = kind_rank(kind);
-    if (r < 0)
-        return gx_errf(err, 400, "kind", "unknown kind %s (known: ResourceFlavor, Cohort, ClusterQueue, "
-                       "LocalQueue, WorkloadPriorityClass, Node, Tier, Model, Template, PortalConfig)", kind);
-    const char *want = !strcmp(kind, "Node") || gx_maas_owns_kind(kind) || gx_portal_owns_kind(kind)
-                           ? "gpuaas.dev/v1alpha1" : "kueue.x-k8s.io/v1beta2";
+    const gx_kind *k = kind_of(d, doc);
+    if (!k) {
+        char known[512] = "";
+        size_t at = 0;
+        for (int i = 0; i < d->nkinds && at < sizeof known; i++) {
+            int w = snprintf(known + at, sizeof known - at, "%s%s", i ? ", " : "", d->kinds[i].kind);
+            if (w < 0) break;
+            at += (size_t)w;
+        }
+        return gx_errf(err, 400, "kind", "unknown kind %s (known: %s)", kind, known);
+    }
+    const char *want = k->api_version;
     if (strcmp(av, want)) {
         if (!strcmp(av, "kueue.x-k8s.io/v1beta1"))
             return gx_errf(err, 400, "apiVersion", "kueue.x-k8s.io/v1beta1 is deprecated; write %s "
@@ -82,16 +132,16 @@ static void obj_key(const json_t *doc, char *out, size_t n, const char **kind, c
     snprintf(out, n, "%s/%s/%s", *kind ? *kind : "", *ns, *name);
 }
 
-/* Apply every known object to e in kind order. */
+/* Replay every applied object of the engine's kinds onto e (a scratch engine), in
+ * table order, so the new documents are judged against what is there. */
 static int apply_current(gx_daemon *d, gx_engine *e, gx_err *err)
 {
-    for (int r = 0; kinds[r]; r++) {
+    for (int r = 0; r < d->nkinds; r++) {
+        if (d->kinds[r].validate != engine_validate) continue;
         const char *k;
         json_t *m;
         json_object_foreach(d->objects, k, m) {
-            if (kind_rank(json_string_value(json_object_get(m, "kind"))) != r) continue;
-            if (gx_maas_owns_kind(json_string_value(json_object_get(m, "kind")))) continue; /* the gateway's */
-            if (gx_portal_owns_kind(json_string_value(json_object_get(m, "kind")))) continue; /* the portal's */
+            if (kind_rank(d, json_string_value(json_object_get(m, "kind"))) != r) continue;
             if (gx_engine_apply(e, m, err)) return -1;
         }
     }
@@ -99,12 +149,12 @@ static int apply_current(gx_daemon *d, gx_engine *e, gx_err *err)
 }
 
 /* Indices of docs sorted by kind rank, stable. */
-static void order_docs(const gx_yaml_docs *docs, size_t *idx)
+static void order_docs(const gx_daemon *d, const gx_yaml_docs *docs, size_t *idx)
 {
     size_t k = 0;
-    for (int r = 0; kinds[r]; r++)
+    for (int r = 0; r < d->nkinds; r++)
         for (size_t i = 0; i < docs->n; i++)
-            if (kind_rank(json_string_value(json_object_get(docs->docs[i], "kind"))) == r) idx[k++] = i;
+            if (kind_rank(d, json_string_value(json_object_get(docs->docs[i], "kind"))) == r) idx[k++] = i;
 }
 
 static void annotate(const gx_yaml_docs *docs, size_t i, gx_err *err)
@@ -113,74 +163,117 @@ static void annotate(const gx_yaml_docs *docs, size_t i, gx_err *err)
     if (docs->lines && docs->lines[i]) gx_linemap_annotate(docs->lines[i], err);
 }
 
-int gx_d_apply(gx_daemon *d, const gx_yaml_docs *docs, json_t **result, gx_err *err)
+/* Every document judged by its owner, the engine's on a scratch engine holding the
+ * current objects and the configured nodes: nothing is recorded unless all pass. */
+static int validate_all(gx_daemon *d, const gx_yaml_docs *docs, const size_t *idx, gx_err *err)
 {
-    if (docs->n > 1000) return gx_errf(err, 413, "", "more than 1000 objects in one apply");
-    for (size_t i = 0; i < docs->n; i++)
-        if (check_kind(docs->docs[i], err) || check_names(docs->docs[i], err)) { annotate(docs, i, err); return -1; }
-    size_t *idx = calloc(docs->n ? docs->n : 1, sizeof *idx);
-    if (!idx) abort();
-    order_docs(docs, idx);
-    /* 1. validate everything on a scratch engine */
     gx_engine_opts o = {.fair_sharing = d->cfg.fair_sharing};
-    gx_engine *scratch = gx_engine_new(&o);
+    d->scratch = gx_engine_new(&o);
     gx_err ignore;
-    if (apply_current(d, scratch, &ignore)) {
+    if (apply_current(d, d->scratch, &ignore)) {
         /* cannot happen unless the store holds something the engine now refuses */
         fprintf(stderr, "gpuaas: warning: stored objects no longer validate: %s\n", ignore.msg);
     }
     size_t ni;
     json_t *node;
-    json_array_foreach(d->cfg.nodes, ni, node) gx_engine_apply(scratch, node, &ignore);
-    for (size_t k = 0; k < docs->n; k++)
-        if (gx_portal_owns_kind(json_string_value(json_object_get(docs->docs[idx[k]], "kind")))
-                ? gx_portal_check_object(docs->docs[idx[k]], err)
-                : gx_maas_owns_kind(json_string_value(json_object_get(docs->docs[idx[k]], "kind")))
-                ? gx_maas_validate(d->maas, docs->docs[idx[k]], docs->docs, docs->n, err)
-                : gx_engine_apply(scratch, docs->docs[idx[k]], err)) {
+    json_array_foreach(d->cfg.nodes, ni, node) gx_engine_apply(d->scratch, node, &ignore);
+    int rc = 0;
+    for (size_t k = 0; k < docs->n && !rc; k++) {
+        const json_t *doc = docs->docs[idx[k]];
+        const gx_kind *kd = kind_of(d, doc);
+        if (kd->validate && kd->validate(kd->ud, doc, docs->docs, docs->n, err)) {
             annotate(docs, idx[k], err);
-            gx_engine_free(scratch);
-            free(idx);
-            return -1;
+            rc = -1;
         }
-    gx_engine_free(scratch);
-    /* 2. record, then apply for real */
-    int64_t now = gx_loop_now(d->loop);
+    }
+    gx_engine_free(d->scratch);
+    d->scratch = NULL;
+    return rc;
+}
+
+/* Put the live state back as it was before docs[idx[0..n)] were taken into effect:
+ * in reverse, an object that existed gets its old manifest again, a new one goes. */
+static void undo_applied(gx_daemon *d, const gx_yaml_docs *docs, const size_t *idx, size_t n, json_t *const *old)
+{
+    while (n-- > 0) {
+        const json_t *doc = docs->docs[idx[n]];
+        const gx_kind *kd = kind_of(d, doc);
+        char key[512];
+        const char *kind, *ns, *name;
+        obj_key(doc, key, sizeof key, &kind, &ns, &name);
+        gx_err e;
+        gx_err_clear(&e);
+        if (old[n] ? kd->apply && kd->apply(kd->ud, old[n], &e)
+                   : kd->remove && kd->remove(kd->ud, kind, ns, name, &e))
+            fprintf(stderr, "gpuaas: error: cannot undo %s after a failed apply: %s\n", key, e.msg);
+    }
+}
+
+int gx_d_apply(gx_daemon *d, const gx_yaml_docs *docs, json_t **result, gx_err *err)
+{
+    if (docs->n > 1000) return gx_errf(err, 413, "", "more than 1000 objects in one apply");
+    for (size_t i = 0; i < docs->n; i++)
+        if (check_kind(d, docs->docs[i], err) || check_names(docs->docs[i], err)) { annotate(docs, i, err); return -1; }
+    size_t *idx = gx_xcalloc(docs->n, sizeof *idx);
+    json_t **old = gx_xcalloc(docs->n, sizeof *old);
+    order_docs(d, docs, idx);
     json_t *items = json_array();
+    size_t applied = 0;
+    /* 1. every owner judges its documents */
+    if (validate_all(d, docs, idx, err)) goto fail;
+    /* 2. record, take into effect, and only then commit: a document that does not take
+     * effect (or a commit that fails) rolls the record back and the live state too */
+    int64_t now = gx_loop_now(d->loop);
     if (gx_store_begin(d->store, err)) goto fail;
     for (size_t k = 0; k < docs->n; k++) {
         const json_t *doc = docs->docs[idx[k]];
         char key[512];
         const char *kind, *ns, *name;
         obj_key(doc, key, sizeof key, &kind, &ns, &name);
-        json_t *old = json_object_get(d->objects, key);
-        const char *action = !old ? "created" : json_equal(old, (json_t *)doc) ? "unchanged" : "configured";
+        json_t *cur = json_object_get(d->objects, key);
+        const char *action = !cur ? "created" : json_equal(cur, (json_t *)doc) ? "unchanged" : "configured";
         json_t *item = json_pack("{s:s,s:s,s:s}", "kind", kind, "name", name, "action", action);
         if (*ns) json_object_set_new(item, "namespace", json_string(ns));
         json_array_append_new(items, item);
         if (!strcmp(action, "unchanged")) continue;
-        if (gx_store_put_object(d->store, kind, ns, name, doc, now, err)) { gx_store_rollback(d->store); goto fail; }
+        if (gx_store_put_object(d->store, kind, ns, name, doc, now, err)) goto rollback;
     }
-    if (gx_store_commit(d->store, err)) { gx_store_rollback(d->store); goto fail; }
-    for (size_t k = 0; k < docs->n; k++) {
-        const json_t *doc = docs->docs[idx[k]];
+    for (; applied < docs->n; applied++) {
+        const json_t *doc = docs->docs[idx[applied]];
+        const gx_kind *kd = kind_of(d, doc);
         char key[512];
         const char *kind, *ns, *name;
         obj_key(doc, key, sizeof key, &kind, &ns, &name);
-        gx_err e;
-        gx_err_clear(&e);
-        if (gx_maas_owns_kind(kind)) gx_maas_apply(d->maas, doc);
-        else if (gx_portal_owns_kind(kind)) { /* the portal reads d->objects */ }
-        else if (gx_engine_apply(d->eng, doc, &e))
-            fprintf(stderr, "gpuaas: warning: %s validated but did not apply: %s\n", key, e.msg);
-        json_object_set_new(d->objects, key, json_deep_copy(doc));
+        old[applied] = json_incref(json_object_get(d->objects, key));
+        if (kd->apply && kd->apply(kd->ud, doc, err)) {
+            gx_err why = *err;
+            gx_errf(err, 500, why.field, "%s validated but did not take effect: %s", key, why.msg);
+            annotate(docs, idx[applied], err);
+            undo_applied(d, docs, idx, applied, old);
+            goto rollback;
+        }
     }
-    d->dirty = 1;
+    if (gx_store_commit(d->store, err)) {
+        undo_applied(d, docs, idx, applied, old);
+        goto rollback;
+    }
+    for (size_t k = 0; k < docs->n; k++) {
+        char key[512];
+        const char *kind, *ns, *name;
+        obj_key(docs->docs[idx[k]], key, sizeof key, &kind, &ns, &name);
+        json_object_set_new(d->objects, key, json_deep_copy(docs->docs[idx[k]]));
+    }
+    for (size_t k = 0; k < applied; k++) json_decref(old[k]);
+    free(old);
     free(idx);
     *result = json_pack("{s:o}", "items", items);
     return 0;
+rollback:
+    gx_store_rollback(d->store);
 fail:
+    for (size_t k = 0; k < applied; k++) json_decref(old[k]);
     json_decref(items);
+    free(old);
     free(idx);
     return -1;
 }
@@ -198,18 +291,14 @@ int gx_d_load_objects(gx_daemon *d, gx_err *err)
         json_object_set(d->objects, key, json_object_get(r, "manifest"));
     }
     json_decref(rows);
-    for (int k = 0; kinds[k]; k++) {
+    for (int k = 0; k < d->nkinds; k++) {
         const char *key;
         json_t *m;
         json_object_foreach(d->objects, key, m) {
-            if (kind_rank(json_string_value(json_object_get(m, "kind"))) != k) continue;
+            if (kind_rank(d, json_string_value(json_object_get(m, "kind"))) != k || !d->kinds[k].apply) continue;
             gx_err e;
             gx_err_clear(&e);
-            if (gx_maas_owns_kind(json_string_value(json_object_get(m, "kind")))) {
-                if (d->maas) gx_maas_apply(d->maas, m);
-            } else if (gx_portal_owns_kind(json_string_value(json_object_get(m, "kind")))) {
-                continue; /* the portal reads d->objects */
-            } else if (gx_engine_apply(d->eng, m, &e))
+            if (d->kinds[k].apply(d->kinds[k].ud, m, &e))
                 fprintf(stderr, "gpuaas: warning: stored %s no longer applies: %s\n", key, e.msg);
         }
     }
@@ -220,25 +309,21 @@ int gx_d_delete_object(gx_daemon *d, const char *kind, const char *ns, const cha
 {
     char key[512];
     snprintf(key, sizeof key, "%s/%s/%s", kind, ns ? ns : "", name);
-    if (!json_object_get(d->objects, key)) return gx_errf(err, 404, "", "no %s %s%s%s", kind, ns && *ns ? ns : "", ns && *ns ? "/" : "", name);
-    if (gx_portal_owns_kind(kind)) {
-        if (gx_store_delete_object(d->store, kind, ns, name, err)) return -1;
-        json_object_del(d->objects, key);
-        return 0;
-    }
-    int maas = gx_maas_owns_kind(kind);
-    if (maas) {
-        if (gx_store_delete_object(d->store, kind, ns, name, err)) return -1;
-        gx_maas_delete(d->maas, kind, name, err);
-        json_object_del(d->objects, key);
-        return 0;
-    }
-    if (gx_engine_delete(d->eng, kind, ns, name, err)) return -1;
+    const json_t *cur = json_object_get(d->objects, key);
+    int r = kind_rank(d, kind);
+    if (!cur || r < 0) return gx_errf(err, 404, "", "no %s %s%s%s", kind, ns && *ns ? ns : "", ns && *ns ? "/" : "", name);
+    const gx_kind *kd = &d->kinds[r];
+    /* the owner may refuse (a queue still in use); then nothing changes */
+    if (kd->remove && kd->remove(kd->ud, kind, ns, name, err)) return -1;
     if (gx_store_delete_object(d->store, kind, ns, name, err)) {
-        gx_engine_apply(d->eng, json_object_get(d->objects, key), err); /* put it back */
+        gx_err e;
+        if (kd->apply && kd->apply(kd->ud, cur, &e)) /* put it back */
+            fprintf(stderr, "gpuaas: error: %s is deleted in memory but not in the store: %s\n", key, e.msg);
         return -1;
     }
     json_object_del(d->objects, key);
-    d->dirty = 1;
     return 0;
 }
+
+const json_t *gx_d_objects(const gx_daemon *d) { return d->objects; }
+const gx_engine *gx_d_engine(const gx_daemon *d) { return d->eng; }

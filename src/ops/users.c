@@ -1,9 +1,17 @@
-/* users: the one user-deletion path (see users.h). */
+/* users: the one user-deletion path (see users.h), and the daemon's registry of the
+ * front doors' hooks that a deletion and /metrics call. */
 #include <stdio.h>
 #include <string.h>
 #include "ops/users.h"
-#include "maas/maas.h"
-#include "portal/portal.h"
+
+int gx_d_register_hooks(gx_daemon *d, const gx_hooks *h)
+{
+    if (d->nhooks == (int)(sizeof d->hooks / sizeof *d->hooks)) return -1;
+    d->hooks[d->nhooks++] = *h;
+    return 0;
+}
+
+int gx_d_ready(const gx_daemon *d) { return d->ready; }
 
 int gx_d_delete_user(gx_daemon *d, const char *name, gx_err *err)
 {
@@ -12,7 +20,9 @@ int gx_d_delete_user(gx_daemon *d, const char *name, gx_err *err)
     if (strlen(name) >= sizeof who) return gx_errf(err, 404, "name", "no user %.100s", name);
     memcpy(who, name, strlen(name) + 1);
     if (gx_auth_delete_user(d->auth, who, err)) return -1;
-    gx_maas_user_deleted(d->maas, who);      /* their gateway API keys stop working too */
-    gx_portal_user_deleted(d->portal, who);  /* their portal sessions end at once */
+    /* then what the front doors hold for them: gateway keys stop working, portal
+     * sessions end, at once */
+    for (int i = 0; i < d->nhooks; i++)
+        if (d->hooks[i].user_deleted) d->hooks[i].user_deleted(d->hooks[i].ud, who);
     return 0;
 }

@@ -988,3 +988,14 @@ void gx_d_free_all(gx_daemon *d)
     }
     gx_strmap_free(&d->wls);
 }
+
+void gx_d_unsubmit(gx_daemon *d, const char *key)
+{
+    gx_wl *w = wl_get(d, key);
+    if (!w) return;
+    gx_err e;
+    gx_engine_cancel(d->eng, key, "not recorded", gx_loop_now(d->loop), &e);
+    gx_engine_remove(d->eng, key, &e);
+    gx_strmap_del(&d->wls, key);
+    wl_free(d, w);
+}

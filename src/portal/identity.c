@@ -22,7 +22,7 @@ const json_t *gx_portal_config(const gx_daemon *d)
 {
     const char *k;
     json_t *m;
-    json_object_foreach(d->objects, k, m)
+    json_object_foreach((json_t *)gx_d_objects(d), k, m)
         if (!strncmp(k, "PortalConfig/", 13)) return m;
     return NULL;
 }
@@ -170,14 +170,14 @@ const gx_user *gx_portal_proxy_user(gx_portal_ctx *c)
     }
     gx_err e;
     gx_err_clear(&e);
-    int rc = gx_auth_upsert_user(c->d->auth, name, admin || !strcmp(name, "admin"), ns, c->now, &e);
+    int rc = gx_auth_upsert_user(c->p->auth, name, admin || !strcmp(name, "admin"), ns, c->now, &e);
     json_decref(ns);
     if (rc) {
         fprintf(stderr, "gpuaas: portal: proxy user %s not accepted: %s\n", name, e.msg);
         return NULL;
     }
     if (!c->s || strcmp(c->s->user, name)) gx_portal_session_new(c, name, 1);
-    return gx_auth_find(c->d->auth, name);
+    return gx_auth_find(c->p->auth, name);
 }
 
 /* ---- sign-in page ------------------------------------------------------------------ */
@@ -253,9 +253,9 @@ void gx_portal_login_post(gx_portal_ctx *c)
     if (*token) {
         char hdr[128];
         snprintf(hdr, sizeof hdr, "Bearer %s", token);
-        u = strlen(token) < 100 ? gx_auth_check(c->d->auth, hdr) : NULL;
+        u = strlen(token) < 100 ? gx_auth_check(c->p->auth, hdr) : NULL;
     } else if (password_login(c->d)) {
-        u = gx_auth_check_password(c->d->auth, gx_portal_form_get(c->form, "username"),
+        u = gx_auth_check_password(c->p->auth, gx_portal_form_get(c->form, "username"),
                                    gx_portal_form_get(c->form, "password"));
     }
     if (!u) {
@@ -315,7 +315,7 @@ void gx_portal_account_post(gx_portal_ctx *c)
     if (strcmp(p1, p2)) { gx_portal_account_page(c, NULL, "The two passwords differ."); return; }
     gx_err e;
     gx_err_clear(&e);
-    if (gx_auth_set_password(c->d->auth, c->user->name, p1, c->now, &e)) { gx_portal_account_page(c, NULL, e.msg); return; }
+    if (gx_auth_set_password(c->p->auth, c->user->name, p1, c->now, &e)) { gx_portal_account_page(c, NULL, e.msg); return; }
     /* whoever knew the old password is signed out everywhere else */
     gx_portal_session_drop_others(c, c->user->name);
     gx_portal_account_page(c, "Password changed; your other sessions were signed out.", NULL);

@@ -150,7 +150,7 @@ json_t *gx_portal_templates(const gx_daemon *d)
     size_t n = 0;
     const char *k;
     json_t *m;
-    json_object_foreach(d->objects, k, m)
+    json_object_foreach((json_t *)gx_d_objects(d), k, m)
         if (n < 512 && !strncmp(k, "Template/", 9)) v[n++] = m;
     qsort(v, n, sizeof v[0], by_name);
     json_t *arr = json_array();

@@ -9,7 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "ops/users.h"
+#include "ops/ops.h"
 #include "lib/yaml.h"
 #include "portal/portal_int.h"
 
@@ -28,7 +28,7 @@ static void users_section(gx_portal_ctx *c, gx_portal_buf *b)
 {
     gx_portal_put(b, "<h2 id=\"users\">Users</h2><table class=\"list\"><thead><tr><th scope=\"col\">User</th><th scope=\"col\">Role and namespaces</th>"
                      "<th scope=\"col\">Password</th><th scope=\"col\"></th></tr></thead><tbody>");
-    json_t *users = gx_auth_users(c->d->auth);
+    json_t *users = gx_auth_users(c->p->auth);
     size_t i;
     const json_t *u;
     json_array_foreach(users, i, u) {
@@ -49,7 +49,7 @@ static void users_section(gx_portal_ctx *c, gx_portal_buf *b)
         gx_portal_putf(b, "<input type=\"hidden\" name=\"user\" value=\"%H\"><label class=\"sr\" for=\"pw-%H\">New password for %H</label>"
                           "<input id=\"pw-%H\" name=\"password\" type=\"password\" autocomplete=\"new-password\" minlength=\"8\" maxlength=\"256\" "
                           "placeholder=\"%s\" required> <button type=\"submit\">Set</button></form></td><td>",
-                       name, name, name, name, gx_auth_has_password(c->d->auth, name) ? "set · change" : "none · set one");
+                       name, name, name, name, gx_auth_has_password(c->p->auth, name) ? "set · change" : "none · set one");
         if (strcmp(name, "admin")) {
             gx_portal_putf(b, "<form method=\"post\" action=\"/ui/admin/delete\" class=\"inline\" data-confirm=\"Delete user %H? "
                               "Their tokens stop working at once.\">", name);
@@ -73,7 +73,7 @@ static void users_section(gx_portal_ctx *c, gx_portal_buf *b)
 
 static void namespaces_section(gx_portal_ctx *c, gx_portal_buf *b)
 {
-    json_t *lqs = gx_engine_local_queues(c->d->eng, NULL, 0), *users = gx_auth_users(c->d->auth);
+    json_t *lqs = gx_engine_local_queues(gx_d_engine(c->d), NULL, 0), *users = gx_auth_users(c->p->auth);
     gx_portal_put(b, "<h2 id=\"namespaces\">Namespaces</h2><table class=\"list\"><thead><tr><th scope=\"col\">Namespace</th>"
                      "<th scope=\"col\">LocalQueue → ClusterQueue</th><th scope=\"col\">Users</th></tr></thead><tbody>");
     size_t i, k, j;
@@ -99,7 +99,7 @@ static void tiers_and_templates(gx_portal_ctx *c, gx_portal_buf *b)
     json_t *m;
     int n = 0;
     gx_portal_put(b, "<ul>");
-    json_object_foreach(c->d->objects, k, m) {
+    json_object_foreach((json_t *)gx_d_objects(c->d), k, m) {
         if (strncmp(k, "Tier/", 5)) continue;
         char *lim = json_dumps(json_object_get(json_object_get(m, "spec"), "limits"), JSON_COMPACT);
         gx_portal_putf(b, "<li><b>%H</b> <code>%H</code></li>", json_string_value(json_object_get(json_object_get(m, "metadata"), "name")),
@@ -192,11 +192,11 @@ void gx_portal_admin_post(gx_portal_ctx *c)
     if (!strcmp(op, "create")) {
         json_t *ns = ns_list(gx_portal_form_get(c->form, "namespaces"));
         char token[GX_TOKEN_MAX];
-        int rc = gx_auth_create_user(c->d->auth, user, admin, ns, token, c->now, &e);
+        int rc = gx_auth_create_user(c->p->auth, user, admin, ns, token, c->now, &e);
         json_decref(ns);
-        if (!rc && *pw && gx_auth_set_password(c->d->auth, user, pw, c->now, &e)) rc = -1;
+        if (!rc && *pw && gx_auth_set_password(c->p->auth, user, pw, c->now, &e)) rc = -1;
         /* the user table may have moved: find ourselves again */
-        c->user = c->s ? gx_auth_find(c->d->auth, c->s->user) : NULL;
+        c->user = c->s ? gx_auth_find(c->p->auth, c->s->user) : NULL;
         if (!c->user) { gx_portal_redirect(c, "/login"); return; }
         if (rc) { gx_portal_admin(c, NULL, e.msg); return; }
         snprintf(note, sizeof note, "User %s created. Their API token for the CLI, shown only now: %s", user, token);
@@ -205,10 +205,10 @@ void gx_portal_admin_post(gx_portal_ctx *c)
     }
     if (!strcmp(op, "update")) {
         json_t *ns = ns_list(gx_portal_form_get(c->form, "namespaces"));
-        int rc = gx_auth_find(c->d->auth, user) ? gx_auth_upsert_user(c->d->auth, user, admin, ns, c->now, &e)
+        int rc = gx_auth_find(c->p->auth, user) ? gx_auth_upsert_user(c->p->auth, user, admin, ns, c->now, &e)
                                                 : gx_errf(&e, 404, "user", "no user %s", user);
         json_decref(ns);
-        c->user = c->s ? gx_auth_find(c->d->auth, c->s->user) : NULL;
+        c->user = c->s ? gx_auth_find(c->p->auth, c->s->user) : NULL;
         if (!c->user) { gx_portal_redirect(c, "/login"); return; }
         if (!c->user->admin) { gx_portal_redirect(c, "/"); return; }
         snprintf(note, sizeof note, "User %s saved.", user);
@@ -216,7 +216,7 @@ void gx_portal_admin_post(gx_portal_ctx *c)
         return;
     }
     if (!strcmp(op, "password")) {
-        int rc = gx_auth_set_password(c->d->auth, user, pw, c->now, &e);
+        int rc = gx_auth_set_password(c->p->auth, user, pw, c->now, &e);
         if (!rc) gx_portal_session_drop_others(c, user); /* the old password's sessions end */
         snprintf(note, sizeof note, "Password of %s set; their sessions were signed out.", user);
         gx_portal_admin(c, rc ? NULL : note, rc ? e.msg : NULL);
@@ -229,7 +229,7 @@ void gx_portal_admin_post(gx_portal_ctx *c)
         int rc = gx_d_delete_user(c->d, user, &e);
         /* dropping sessions may move ours in the table; find it and the user again */
         c->s = gx_portal_session_find(c->p, c->req, c->now);
-        c->user = c->s ? gx_auth_find(c->d->auth, c->s->user) : NULL;
+        c->user = c->s ? gx_auth_find(c->p->auth, c->s->user) : NULL;
         if (!c->user) { gx_portal_redirect(c, "/login"); return; }
         snprintf(note, sizeof note, "User %s deleted.", user);
         gx_portal_admin(c, rc ? NULL : note, rc ? e.msg : NULL);

@@ -74,13 +74,13 @@ void gx_portal_queues(gx_portal_ctx *c)
     gx_portal_buf_init(&b);
     gx_portal_page_begin(c, &b, c->user->admin ? "Queues and cohorts" : "Your team's queues", "queues");
     json_t *lqs;
-    if (c->user->admin) lqs = gx_engine_local_queues(c->d->eng, NULL, 0);
+    if (c->user->admin) lqs = gx_engine_local_queues(gx_d_engine(c->d), NULL, 0);
     else {
         const char *ns[64];
         size_t n = 0, i;
         const json_t *x;
         json_array_foreach(c->user->namespaces, i, x) if (n < 64) ns[n++] = json_string_value(x);
-        lqs = n ? gx_engine_local_queues(c->d->eng, ns, n) : json_array();
+        lqs = n ? gx_engine_local_queues(gx_d_engine(c->d), ns, n) : json_array();
     }
     json_t *mycqs = json_array();
     gx_portal_put(&b, "<section id=\"queues\" data-refresh=\"3\"><h2>Where to submit</h2><table class=\"list\"><thead><tr>"
@@ -98,13 +98,13 @@ void gx_portal_queues(gx_portal_ctx *c)
     }
     gx_portal_put(&b, "</tbody></table>");
     if (!json_array_size(lqs)) gx_portal_put(&b, "<p class=\"empty\">You have no queue yet: ask an admin to give your namespace a LocalQueue.</p>");
-    json_t *cqs = gx_engine_cluster_queues(c->d->eng);
+    json_t *cqs = gx_engine_cluster_queues(gx_d_engine(c->d));
     gx_portal_put(&b, "<div class=\"cqs\">");
     json_array_foreach(cqs, i, q)
         if (mine(c, mycqs, json_string_value(json_object_get(q, "name")))) cq_card(c, &b, q);
     gx_portal_put(&b, "</div>");
     if (c->user->admin) {
-        json_t *cohorts = gx_engine_objects(c->d->eng, "Cohort");
+        json_t *cohorts = gx_engine_objects(gx_d_engine(c->d), "Cohort");
         gx_portal_put(&b, "<h2>Cohorts</h2><p class=\"sub\">ClusterQueues in one cohort lend each other unused quota.</p><ul>");
         json_t *names = json_object();
         json_array_foreach(cqs, i, q) {
@@ -157,7 +157,7 @@ void gx_portal_quota_post(gx_portal_ctx *c, const char *cq)
     if (!c->user->admin) { gx_portal_error_page(c, 403, "Not allowed", "Only admins change quotas."); return; }
     char key[200];
     snprintf(key, sizeof key, "ClusterQueue//%s", cq);
-    const json_t *cur = json_object_get(c->d->objects, key);
+    const json_t *cur = json_object_get(gx_d_objects(c->d), key);
     const char *q = gx_portal_form_get(c->form, "quota");
     int64_t milli;
     gx_err e;
@@ -200,7 +200,7 @@ void gx_portal_gpus(gx_portal_ctx *c)
     gx_portal_buf b;
     gx_portal_buf_init(&b);
     gx_portal_page_begin(c, &b, "GPUs", "gpus");
-    json_t *nodes = gx_engine_nodes(c->d->eng);
+    json_t *nodes = gx_engine_nodes(gx_d_engine(c->d));
     gx_portal_put(&b, "<p class=\"sub\">Live charts sample every 2 seconds while this page is open. Utilisation and memory come "
                       "from the GPU inventory; where it reports none (a simulated node), the chart shows whether the GPU is "
                       "allocated.</p><section id=\"gpus\" data-refresh=\"5\">");

@@ -1,7 +1,7 @@
 /* pages_models: the Models page: the catalog of the models the user's tiers open, their
  * API keys (create: shown once, with a copy button; revoke), their usage as a chart, and
  * a playground that sends a chat through the gateway.
- * Owns: which tiers a user may use (the gateway's own rule, gx_maas_tier_open, for one
+ * Owns: which tiers a user may use (the gateway's own rule, asked through gx_portal_env.tier_open, for one
  * of their namespaces) and so which models and tiers the page offers; the catalog, the
  * key form's tiers and the playground's models are rendered here, on the server.
  * Must not: show a model or offer a tier the user may not use (the gateway refuses them
@@ -9,7 +9,6 @@
  * /api/v1/keys with the session's CSRF token, the gateway decides). */
 #include <stdio.h>
 #include <string.h>
-#include "maas/maas.h"
 #include "portal/portal_int.h"
 
 static int has_str(const json_t *arr, const char *s)
@@ -45,18 +44,18 @@ static json_t *user_tiers(gx_portal_ctx *c)
     json_t *out = json_object();
     const char *k;
     const json_t *m;
-    json_object_foreach(c->d->objects, k, m) {
+    json_object_foreach((json_t *)gx_d_objects(c->d), k, m) {
         if (strncmp(k, "Tier/", 5)) continue;
         const char *name = json_string_value(json_object_get(json_object_get(m, "metadata"), "name"));
         if (!name) continue;
         if (c->user->admin) {
-            if (gx_maas_tier_open(c->d->maas, name, c->user, "default")) json_object_set_new(out, name, json_string("default"));
+            if (c->p->env.tier_open(c->p->env.models_ud, name, c->user, "default")) json_object_set_new(out, name, json_string("default"));
             continue;
         }
         size_t i;
         const json_t *ns;
         json_array_foreach(c->user->namespaces, i, ns)
-            if (gx_maas_tier_open(c->d->maas, name, c->user, json_string_value(ns))) {
+            if (c->p->env.tier_open(c->p->env.models_ud, name, c->user, json_string_value(ns))) {
                 json_object_set(out, name, (json_t *)ns);
                 break;
             }
@@ -70,9 +69,9 @@ static json_t *all_models(gx_portal_ctx *c)
     json_t *out = json_array();
     const char *k;
     const json_t *m;
-    json_object_foreach(c->d->objects, k, m) {
+    json_object_foreach((json_t *)gx_d_objects(c->d), k, m) {
         if (strncmp(k, "Model/", 6)) continue;
-        json_t *v = gx_maas_model_status(c->d->maas, json_string_value(json_object_get(json_object_get(m, "metadata"), "name")) ?: "");
+        json_t *v = c->p->env.model_status(c->p->env.models_ud, json_string_value(json_object_get(json_object_get(m, "metadata"), "name")) ?: "");
         if (v) json_array_append_new(out, v);
     }
     return out;
@@ -156,7 +155,7 @@ void gx_portal_models(gx_portal_ctx *c)
     gx_portal_buf b;
     gx_portal_buf_init(&b);
     gx_portal_page_begin(c, &b, "Models", "models");
-    if (!c->d->maas) {
+    if (!c->p->env.tier_open || !c->p->env.model_status) {
         gx_portal_put(&b, "<p id=\"gw-status\" class=\"note\" role=\"status\" data-gateway=\"absent\">The model gateway is not part of "
                           "this server: models, API keys, usage and the playground appear here once it is.</p>");
         gx_portal_page_end(c, &b, 200);

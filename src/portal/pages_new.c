@@ -19,7 +19,7 @@ static const json_t *find_template(gx_portal_ctx *c, const char *name)
 {
     char key[200];
     snprintf(key, sizeof key, "Template//%s", name);
-    return json_object_get(c->d->objects, key);
+    return json_object_get(gx_d_objects(c->d), key);
 }
 
 void gx_portal_catalog(gx_portal_ctx *c)
@@ -58,7 +58,7 @@ void gx_portal_catalog(gx_portal_ctx *c)
 static json_t *pickable_namespaces(gx_portal_ctx *c)
 {
     if (!c->user->admin) return json_incref(c->user->namespaces);
-    json_t *lqs = gx_engine_local_queues(c->d->eng, NULL, 0), *out = json_array();
+    json_t *lqs = gx_engine_local_queues(gx_d_engine(c->d), NULL, 0), *out = json_array();
     size_t i, k;
     const json_t *q, *x;
     json_array_foreach(lqs, i, q) {

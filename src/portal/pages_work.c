@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include "lib/wlkey.h"
 #include "portal/portal_int.h"
 
 #define HOME_ROWS 200

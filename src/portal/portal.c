@@ -7,16 +7,20 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "lib/alloc.h"
 #include "portal/portal_int.h"
 #include "portal/template.h"
 
-gx_portal *gx_portal_new(gx_daemon *d)
+gx_portal *gx_portal_new(const gx_portal_env *env)
 {
     if (sodium_init() < 0) return NULL;
-    gx_portal *p = calloc(1, sizeof *p);
-    if (!p) abort();
-    p->d = d;
-    gx_portal_sessions_load(p, d && d->loop ? gx_loop_now(d->loop) : 0);
+    gx_portal *p = gx_xcalloc(1, sizeof *p);
+    p->env = *env;
+    p->d = env->ops;
+    p->loop = env->loop;
+    p->store = env->store;
+    p->auth = env->auth;
+    gx_portal_sessions_load(p, p->loop ? gx_loop_now(p->loop) : 0);
     return p;
 }
 
@@ -29,7 +33,22 @@ void gx_portal_free(gx_portal *p)
     free(p);
 }
 
-int gx_portal_owns_kind(const char *kind) { return kind && (!strcmp(kind, "Template") || !strcmp(kind, "PortalConfig")); }
+static int kind_validate(void *ud, const json_t *doc, json_t *const *others, size_t n, gx_err *err)
+{
+    (void)ud; (void)others; (void)n;
+    return gx_portal_check_object(doc, err);
+}
+
+size_t gx_portal_kinds(gx_portal *p, gx_kind out[2])
+{
+    out[0] = (gx_kind){.kind = "Template", .api_version = "gpuaas.dev/v1alpha1", .validate = kind_validate, .ud = p};
+    out[1] = (gx_kind){.kind = "PortalConfig", .api_version = "gpuaas.dev/v1alpha1", .validate = kind_validate, .ud = p};
+    return 2;
+}
+
+static void hook_user_deleted(void *ud, const char *user) { gx_portal_user_deleted(ud, user); }
+
+gx_hooks gx_portal_hooks(gx_portal *p) { return (gx_hooks){.user_deleted = hook_user_deleted, .ud = p}; }
 
 int gx_portal_check_object(const json_t *doc, gx_err *err)
 {
@@ -51,9 +70,9 @@ static int wants_https(const gx_req *req)
 
 const gx_user *gx_portal_api_user(gx_portal *p, gx_req *req)
 {
-    gx_portal_session *s = gx_portal_session_find(p, req, gx_loop_now(p->d->loop));
+    gx_portal_session *s = gx_portal_session_find(p, req, gx_loop_now(p->loop));
     if (!s || !gx_portal_csrf_ok(s, gx_req_header(req, "X-CSRF-Token"))) return NULL;
-    return gx_auth_find(p->d->auth, s->user);
+    return gx_auth_find(p->auth, s->user);
 }
 
 /* ---- assets --------------------------------------------------------------------------- */
@@ -148,7 +167,7 @@ int gx_portal_route(gx_portal *p, gx_req *req, gx_resp *resp)
 {
     const char *path = req->path;
     if (!is_portal_path(path)) return 0;
-    gx_portal_ctx c = {.p = p, .d = p->d, .req = req, .resp = resp, .now = gx_loop_now(p->d->loop)};
+    gx_portal_ctx c = {.p = p, .d = p->d, .req = req, .resp = resp, .now = gx_loop_now(p->loop)};
     c.secure = wants_https(req);
     if (!strncmp(path, "/assets/", 8)) return asset(&c, path + 8);
     if (!strcmp(path, "/favicon.ico")) return asset(&c, "favicon.svg");
@@ -173,7 +192,7 @@ int gx_portal_route(gx_portal *p, gx_req *req, gx_resp *resp)
     }
     c.s = gx_portal_session_find(p, req, c.now);
     const gx_user *pu = gx_portal_proxy_user(&c);
-    c.user = pu ? pu : c.s ? gx_auth_find(p->d->auth, c.s->user) : NULL;
+    c.user = pu ? pu : c.s ? gx_auth_find(p->auth, c.s->user) : NULL;
     if (!c.user && c.s) { /* its user was deleted (by the API): the session ends for good */
         char who[sizeof c.s->user];
         memcpy(who, c.s->user, sizeof who); /* drop_user moves the table under c.s */

@@ -10,12 +10,30 @@
 #include <jansson.h>
 #include "auth/auth.h"
 #include "net/http.h"
+#include "net/loop.h"
 #include "lib/err.h"
+#include "ops/kinds.h"
+#include "ops/ops.h"
+#include "store/store.h"
 
-struct gx_daemon;
 typedef struct gx_portal gx_portal;
 
-gx_portal *gx_portal_new(struct gx_daemon *d);
+/* What the portal is built with (src/daemon/serve.c fills it). The Models page asks
+ * the gateway through the two callbacks, so that the portal does not depend on it
+ * (either may be NULL: no gateway). */
+typedef struct gx_portal_env {
+    gx_loop *loop;
+    gx_store *store;
+    gx_auth *auth;
+    gx_daemon *ops;
+    /* May u create keys of this tier in namespace ns (the rule of POST /api/v1/keys)? */
+    int (*tier_open)(void *ud, const char *tier, const gx_user *u, const char *ns);
+    /* A Model as GET /api/v1/models/NAME shows it, or NULL. */
+    json_t *(*model_status)(void *ud, const char *name);
+    void *models_ud;
+} gx_portal_env;
+
+gx_portal *gx_portal_new(const gx_portal_env *env);
 void gx_portal_free(gx_portal *p);
 
 /* Answer req when it is the portal's (returns 1), else 0 and resp untouched. */
@@ -31,8 +49,11 @@ const gx_user *gx_portal_api_user(gx_portal *p, gx_req *req);
  * name does not inherit them. */
 void gx_portal_user_deleted(gx_portal *p, const char *user);
 
-/* Is kind one of the portal's (Template, PortalConfig)? */
-int gx_portal_owns_kind(const char *kind);
+/* The portal's kinds (Template, PortalConfig) for the daemon's table; returns 2. They
+ * have no apply: the portal reads them with gx_d_objects() when a page needs them. */
+size_t gx_portal_kinds(gx_portal *p, gx_kind out[2]);
+/* Its hook: a deleted user's sessions end. */
+gx_hooks gx_portal_hooks(gx_portal *p);
 /* Validate a Template or PortalConfig before it is applied (all or nothing). */
 int gx_portal_check_object(const json_t *doc, gx_err *err);
 

@@ -5,7 +5,7 @@
 #ifndef GX_PORTAL_INT_H
 #define GX_PORTAL_INT_H
 #include <stdint.h>
-#include "ops/daemon.h"
+#include "ops/ops.h"
 #include "portal/html.h"
 #include "portal/portal.h"
 
@@ -28,7 +28,11 @@ typedef struct gx_portal_session {
 } gx_portal_session;
 
 struct gx_portal {
-    gx_daemon *d;
+    gx_portal_env env;           /* what it was built with */
+    gx_daemon *d;                /* env.ops: the daemon's operations (ops/ops.h) */
+    gx_loop *loop;               /* env.loop */
+    gx_store *store;             /* env.store; NULL in unit tests */
+    gx_auth *auth;               /* env.auth */
     unsigned char key[32];       /* key of the session id hashes, kept in the store's meta
                                   * table so that a restart still recognises cookies */
     int store_ok;                /* 0: the store refused us once; sessions stay in memory */

@@ -69,7 +69,7 @@ static void drop(gx_portal *p, size_t i)
 {
     gx_err e;
     gx_err_clear(&e);
-    if (p->sess[i].stored_exp_ms && p->store_ok && gx_store_session_delete(p->d->store, p->sess[i].id_hash, &e))
+    if (p->sess[i].stored_exp_ms && p->store_ok && gx_store_session_delete(p->store, p->sess[i].id_hash, &e))
         store_failed(p, &e);
     sodium_memzero(&p->sess[i], sizeof p->sess[i]);
     p->sess[i] = p->sess[--p->nsess];
@@ -106,7 +106,7 @@ static void load_one(void *arg, const gx_store_session *ss)
 
 void gx_portal_sessions_load(gx_portal *p, int64_t now)
 {
-    gx_store *st = p->d ? p->d->store : NULL;
+    gx_store *st = p->store;
     randombytes_buf(p->key, sizeof p->key);
     if (!st) return;
     gx_err e;
@@ -152,7 +152,7 @@ gx_portal_session *gx_portal_session_find(gx_portal *p, const gx_req *req, int64
         if (s->stored_exp_ms && p->store_ok && end - s->stored_exp_ms >= GX_PORTAL_TOUCH_MS) {
             gx_err e;
             gx_err_clear(&e);
-            if (gx_store_session_touch(p->d->store, s->id_hash, end, &e)) store_failed(p, &e);
+            if (gx_store_session_touch(p->store, s->id_hash, end, &e)) store_failed(p, &e);
             else s->stored_exp_ms = end;
         }
         return s;
@@ -196,7 +196,7 @@ gx_portal_session *gx_portal_session_new(gx_portal_ctx *c, const char *user, int
         ss.expires_ms = end_of(s, c->now);
         gx_err e;
         gx_err_clear(&e);
-        if (gx_store_session_put(p->d->store, &ss, &e)) store_failed(p, &e);
+        if (gx_store_session_put(p->store, &ss, &e)) store_failed(p, &e);
         else s->stored_exp_ms = ss.expires_ms;
         sodium_memzero(&ss, sizeof ss);
     }
@@ -220,7 +220,7 @@ void gx_portal_session_drop_user(gx_portal *p, const char *user)
 {
     gx_err e;
     gx_err_clear(&e);
-    if (p->store_ok && p->d && p->d->store && gx_store_session_delete_user(p->d->store, user, &e)) store_failed(p, &e);
+    if (p->store_ok && p->store && gx_store_session_delete_user(p->store, user, &e)) store_failed(p, &e);
     for (size_t i = 0; i < p->nsess;)
         if (!strcmp(p->sess[i].user, user)) {
             p->sess[i].stored_exp_ms = 0; /* deleted from the store above, all at once */

@@ -277,7 +277,11 @@ Test(portal_config, portal_config_is_checked)
     cr_assert_eq(gx_portal_check_object(v1, &e), -1);
     cr_assert_str_eq(e.field, "apiVersion");
     json_decref(v1);
-    cr_assert(gx_portal_owns_kind("Template") && gx_portal_owns_kind("PortalConfig") && !gx_portal_owns_kind("Job"));
+    gx_kind k[2];
+    cr_assert_eq(gx_portal_kinds(NULL, k), 2);
+    cr_assert_str_eq(k[0].kind, "Template");
+    cr_assert_str_eq(k[1].kind, "PortalConfig");
+    cr_assert_null(k[0].apply, "the portal reads its objects; nothing to apply");
 }
 
 Test(portal_models, only_models_of_the_users_tiers)

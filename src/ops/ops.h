@@ -1,0 +1,71 @@
+/* ops: the one interface the front doors (src/api, src/maas, src/portal) use to act on
+ * the daemon. The daemon itself (struct gx_daemon, src/ops/daemon.h) is opaque to them:
+ * they hold a gx_daemon * handed over by the composition root (src/daemon/serve.c) and
+ * call these functions, each of which commits before it returns, so an answer a front
+ * door gives describes durable state.
+ * Owns: the list of what a front door may ask; nothing else.
+ * Must not: grow a getter per field. A front door that needs more asks for an
+ * operation here, named for what it does. */
+#ifndef GX_OPS_H
+#define GX_OPS_H
+#include <stddef.h>
+#include <stdint.h>
+#include <jansson.h>
+#include "auth/auth.h"
+#include "core/engine.h"
+#include "lib/err.h"
+#include "net/http.h"
+
+typedef struct gx_daemon gx_daemon;
+struct gx_yaml_docs;
+
+/* ---- workloads (ops/workloads.c) ----------------------------------------------------- */
+
+/* Submit one Job or Workload (manifest is copied). view: its state as GET shows it. */
+int gx_d_submit(gx_daemon *d, const json_t *manifest, const char *user_ns_check, json_t **view, gx_err *err);
+/* Submit several as one: all are recorded in one transaction, or none (routes, portal). */
+int gx_d_submit_all(gx_daemon *d, json_t *const *manifests, size_t n, json_t **views, gx_err *err);
+int gx_d_cancel(gx_daemon *d, const char *key, const char *who, gx_err *err);
+int gx_d_delete(gx_daemon *d, const char *key, gx_err *err);
+json_t *gx_d_view(gx_daemon *d, const char *key);
+json_t *gx_d_list(gx_daemon *d, const gx_wl_filter *f);
+/* Does a workload still have live processes or can it still produce output? */
+int gx_d_active(gx_daemon *d, const char *key);
+
+/* ---- objects (ops/objects.c) ------------------------------------------------------- */
+
+/* Apply Kueue objects, Nodes and the front doors' kinds, all or nothing.
+ * result: {"items":[{kind,namespace,name,action}]}. */
+int gx_d_apply(gx_daemon *d, const struct gx_yaml_docs *docs, json_t **result, gx_err *err);
+int gx_d_delete_object(gx_daemon *d, const char *kind, const char *ns, const char *name, gx_err *err);
+/* Every applied object, "Kind/ns/name" -> manifest, read-only (valid until the next
+ * apply or delete). */
+const json_t *gx_d_objects(const gx_daemon *d);
+/* The admission engine, read-only: queues, cohorts and nodes as the engine sees them. */
+const gx_engine *gx_d_engine(const gx_daemon *d);
+
+/* ---- logs and state (ops/logs.c, ops/metrics.c, ops/daemon.c) ---------------------- */
+
+/* Pod pod's log of workload key as the answer's body; follow: streamed until it ends. */
+int gx_d_logs(gx_daemon *d, const char *key, int pod, int follow, gx_resp *resp, gx_err *err);
+/* Prometheus text (malloc'd): the daemon's lines, then every front door's. */
+char *gx_d_metrics(gx_daemon *d);
+/* Recovery is done and requests are served from a complete state (/readyz). */
+int gx_d_ready(const gx_daemon *d);
+
+/* ---- GPUs (ops/gpus.c) ---------------------------------------------------------------- */
+
+/* GET /api/v1/gpus[/UUID/utilization] and POST /api/v1/gpus/mig (gpu/api.c's REST, with
+ * the engine and the GPU runtime behind it). segs: the path after "gpus". */
+int gx_d_gpus(gx_daemon *d, const char *method, const char *const *segs, int n, const char *body, size_t body_len,
+              int admin, const char *window, json_t **out, gx_err *err);
+
+/* ---- users (ops/users.c) ----------------------------------------------------------- */
+
+/* Delete a user: their tokens, the gateway keys and the portal sessions go with them. */
+int gx_d_delete_user(gx_daemon *d, const char *name, gx_err *err);
+
+/* RFC 3339 UTC with milliseconds (ops/workloads.c). */
+void gx_fmt_time(int64_t ms, char *out, size_t n);
+
+#endif
