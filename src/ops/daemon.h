@@ -8,7 +8,7 @@
 #include <stdint.h>
 #include <jansson.h>
 #include "auth/auth.h"
-#include "daemon/config.h"
+#include "config/config.h"
 #include "net/http.h"
 #include "net/loop.h"
 #include "core/engine.h"

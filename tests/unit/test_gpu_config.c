@@ -1,4 +1,4 @@
-/* Unit tests for the GPU settings of gpuaas.yaml (daemon/config.c: inventory.source,
+/* Unit tests for the GPU settings of gpuaas.yaml (config/config.c: inventory.source,
  * devicePlugin, migConfig, mpsRoot, placementPolicy): files are read and checked at
  * load, and every mistake names the file, line and field. */
 #include <criterion/criterion.h>
@@ -7,7 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "core/place.h"
-#include "daemon/config.h"
+#include "config/config.h"
 
 static char dir[] = "/tmp/gpuaas-cfg.XXXXXX";
 

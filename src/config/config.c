@@ -6,7 +6,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include "daemon/config.h"
+#include "config/config.h"
 #include "core/place.h"
 #include "gpu/devplugin.h"
 #include "gpu/mig.h"
