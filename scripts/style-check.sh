@@ -2,7 +2,10 @@
 # Machine-checked rules of the codebase (run by `make test`):
 #  - src/core is pure: no I/O, no clock, no environment, no randomness source;
 #  - every .c/.h file opens with a comment saying what it is;
-#  - files stay under 1,500 lines.
+#  - files stay under 1,500 lines;
+#  - folders include only the layers below them (docs/development.md, "Layers"), and
+#    the front doors (api, maas, portal) see the daemon through ops/ops.h and
+#    ops/kinds.h alone.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 fail=0
@@ -21,6 +24,31 @@ for f in $(find src tests/unit -name '*.[ch]'); do
   if [[ "$first" != /\** ]]; then echo "style: $f does not open with a comment saying what it is"; fail=1; fi
   n=$(wc -l < "$f")
   if (( n > 1500 )); then echo "style: $f has $n lines (limit 1500): split it"; fail=1; fi
+done
+
+# The layer picture of docs/development.md: what each folder may include besides itself.
+declare -A may=(
+  [lib]="" [net]="lib" [core]="lib" [store]="lib" [gpu]="lib core" [auth]="lib store"
+  [run]="lib core store gpu net" [config]="lib core gpu run"
+  [ops]="lib net core store gpu run auth config"
+  [api]="lib net core store auth ops" [maas]="lib net core store auth ops"
+  [portal]="lib net core store auth ops"
+  [daemon]="lib net core store gpu run auth config ops api maas portal"
+  [cli]="lib" [sim]="lib core" [shim]=""
+)
+for dir in src/*/; do
+  d=$(basename "$dir")
+  if [[ -z "${may[$d]+set}" ]]; then echo "style: src/$d is not in the layer table of scripts/style-check.sh"; fail=1; continue; fi
+  while IFS=: read -r f inc; do
+    to=${inc%%/*}
+    [[ "$to" == "$d" ]] && continue
+    if [[ " ${may[$d]} " != *" $to "* ]]; then
+      echo "style: $f includes $inc: src/$d may include only: ${may[$d]:-nothing}"; fail=1
+    fi
+    if [[ "$d" =~ ^(api|maas|portal)$ && "$to" == ops && "$inc" != ops/ops.h && "$inc" != ops/kinds.h ]]; then
+      echo "style: $f includes $inc: a front door sees the daemon through ops/ops.h and ops/kinds.h only"; fail=1
+    fi
+  done < <(grep -HoE '^#include "[a-z_]+/[a-z_0-9]+\.h"' "$dir"*.[ch] 2>/dev/null | sed -E 's/#include "(.*)"/\1/')
 done
 
 if (( fail )); then exit 1; fi
