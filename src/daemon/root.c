@@ -145,7 +145,9 @@ void gx_root_shutdown(gx_root *r) { gx_maas_shutdown(r->maas); }
 
 void gx_root_free(gx_root *r)
 {
+    int curl = r->maas != NULL;
     gx_maas_free(r->maas);
+    if (curl) curl_global_cleanup();
     gx_portal_free(r->portal);
     gx_api_free(r->api);
     r->maas = NULL;

@@ -80,7 +80,6 @@ void gx_maas_free(gx_maas *m)
     gx_strmap_free(&m->tiers);
     gx_strmap_free(&m->models);
     gx_strmap_free(&m->served);
-    curl_global_cleanup();
     free(m);
 }
 
@@ -88,14 +87,13 @@ int64_t gx_maas_tick(gx_maas *m)
 {
     int64_t now = gx_maas_now(m);
     int64_t a = gx_maas_proxy_tick(m->proxy);
-    static int64_t next_models;
     int64_t b = 250;
-    if (now >= next_models) {
+    if (now >= m->next_models_ms) {
         gx_maas_models_tick(m, now);
-        next_models = now + 200;
+        m->next_models_ms = now + 200;
         a = gx_maas_proxy_tick(m->proxy); /* probes just added */
     }
-    b = next_models - now;
+    b = m->next_models_ms - now;
     gx_maas_usage_flush(m->usage, now, 0);
     gx_maas_windows_flush(m, now, 0);
     if (a >= 0 && a < b) b = a;

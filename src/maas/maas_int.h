@@ -313,6 +313,7 @@ struct gx_maas {
     gx_http *http;
     size_t body_limit;         /* of /v1/ */
     int64_t heartbeat_ms;
+    int64_t next_models_ms;    /* the models' next tick (replicas, probes, idle scale-down) */
 };
 
 gx_maas_tier *gx_maas_tier_get(gx_maas *m, const char *name);
