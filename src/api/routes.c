@@ -322,7 +322,6 @@ static void users(route_ctx *c)
         json_t *ns = json_object_get(b, "namespaces");
         int admin = json_is_true(json_object_get(b, "admin"));
         char token[GX_TOKEN_MAX];
-        /* c->user may move when the user table grows: do not use it after this call */
         if (gx_auth_create_user(c->a->env.auth, name, admin, ns ? ns : json_array(), token, gx_loop_now(c->a->env.loop), &e)) {
             json_decref(b);
             reply_err(c, &e);

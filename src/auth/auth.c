@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "auth/auth.h"
+#include "lib/alloc.h"
 
 #define HASH_LEN 32
 #define ID_LEN 12
@@ -20,7 +21,8 @@ typedef struct pwent { char user[64]; char hash[crypto_pwhash_STRBYTES]; } pwent
 struct gx_auth {
     gx_store *st;
     unsigned char pepper[crypto_generichash_KEYBYTES];
-    gx_user *users;
+    gx_user **users;           /* each allocated on its own: a gx_user * stays valid until
+                                * that user is deleted, however the table grows */
     size_t nusers;
     token *tokens;
     size_t ntokens;
@@ -72,17 +74,14 @@ static void hash_secret(const gx_auth *a, const char *secret, unsigned char out[
 static int find_user(const gx_auth *a, const char *name)
 {
     for (size_t i = 0; i < a->nusers; i++)
-        if (!strcmp(a->users[i].name, name)) return (int)i;
+        if (!strcmp(a->users[i]->name, name)) return (int)i;
     return -1;
 }
 
 static void add_user_mem(gx_auth *a, const char *name, int admin, const json_t *ns)
 {
-    gx_user *u = realloc(a->users, (a->nusers + 1) * sizeof *u);
-    if (!u) abort();
-    a->users = u;
-    gx_user *x = &a->users[a->nusers++];
-    memset(x, 0, sizeof *x);
+    a->users = gx_xreallocarray(a->users, a->nusers + 1, sizeof *a->users);
+    gx_user *x = a->users[a->nusers++] = gx_xcalloc(1, sizeof *x);
     snprintf(x->name, sizeof x->name, "%s", name);
     x->admin = admin;
     x->namespaces = json_deep_copy(ns ? ns : json_array());
@@ -90,9 +89,7 @@ static void add_user_mem(gx_auth *a, const char *name, int admin, const json_t *
 
 static void add_token_mem(gx_auth *a, const char *id, const unsigned char *hash, int user)
 {
-    token *t = realloc(a->tokens, (a->ntokens + 1) * sizeof *t);
-    if (!t) abort();
-    a->tokens = t;
+    a->tokens = gx_xreallocarray(a->tokens, a->ntokens + 1, sizeof *a->tokens);
     token *x = &a->tokens[a->ntokens++];
     snprintf(x->id, sizeof x->id, "%s", id);
     memcpy(x->hash, hash, HASH_LEN);
@@ -110,9 +107,7 @@ static void pw_put(gx_auth *a, const char *user, const char *hash)
 {
     pwent *p = pw_find(a, user);
     if (!p) {
-        pwent *n = realloc(a->pws, (a->npws + 1) * sizeof *n);
-        if (!n) abort();
-        a->pws = n;
+        a->pws = gx_xreallocarray(a->pws, a->npws + 1, sizeof *a->pws);
         p = &a->pws[a->npws++];
         memset(p, 0, sizeof *p);
         snprintf(p->user, sizeof p->user, "%s", user);
@@ -171,7 +166,10 @@ fail:
 void gx_auth_free(gx_auth *a)
 {
     if (!a) return;
-    for (size_t i = 0; i < a->nusers; i++) json_decref(a->users[i].namespaces);
+    for (size_t i = 0; i < a->nusers; i++) {
+        json_decref(a->users[i]->namespaces);
+        free(a->users[i]);
+    }
     free(a->users);
     sodium_memzero(a->tokens, a->ntokens * sizeof *a->tokens);
     free(a->tokens);
@@ -243,7 +241,7 @@ const gx_user *gx_auth_check(const gx_auth *a, const char *hdr)
     hash_secret(a, us + 1, h);
     for (size_t i = 0; i < a->ntokens; i++)
         if (!strncmp(a->tokens[i].id, id, ID_LEN) && sodium_memcmp(a->tokens[i].hash, h, HASH_LEN) == 0)
-            return &a->users[a->tokens[i].user];
+            return a->users[a->tokens[i].user];
     return NULL;
 }
 
@@ -269,7 +267,8 @@ int gx_auth_create_user(gx_auth *a, const char *name, int admin, const json_t *n
     if (mint(a, name, token_out, now_ms, err) || gx_store_commit(a->st, err)) {
         /* keep memory and disk in step: drop what we added */
         a->nusers--;
-        json_decref(a->users[a->nusers].namespaces);
+        json_decref(a->users[a->nusers]->namespaces);
+        free(a->users[a->nusers]);
         drop_tokens_mem(a, (int)a->nusers);
         goto fail;
     }
@@ -292,7 +291,8 @@ int gx_auth_delete_user(gx_auth *a, const char *name, gx_err *err)
     }
     drop_tokens_mem(a, ui);
     pw_drop(a, name);
-    json_decref(a->users[ui].namespaces);
+    json_decref(a->users[ui]->namespaces);
+    free(a->users[ui]);
     /* keep indices of the other users stable for their tokens */
     for (size_t i = 0; i < a->ntokens; i++)
         if (a->tokens[i].user > ui) a->tokens[i].user--;
@@ -305,8 +305,8 @@ json_t *gx_auth_users(const gx_auth *a)
 {
     json_t *out = json_array();
     for (size_t i = 0; i < a->nusers; i++)
-        json_array_append_new(out, json_pack("{s:s,s:b,s:O}", "name", a->users[i].name,
-                                             "admin", a->users[i].admin, "namespaces", a->users[i].namespaces));
+        json_array_append_new(out, json_pack("{s:s,s:b,s:O}", "name", a->users[i]->name,
+                                             "admin", a->users[i]->admin, "namespaces", a->users[i]->namespaces));
     return out;
 }
 
@@ -325,7 +325,7 @@ int gx_user_in_ns(const gx_user *u, const char *ns)
 const gx_user *gx_auth_find(const gx_auth *a, const char *name)
 {
     int ui = name ? find_user(a, name) : -1;
-    return ui < 0 ? NULL : &a->users[ui];
+    return ui < 0 ? NULL : a->users[ui];
 }
 
 /* Argon2id with OWASP's minimum (19 MiB, 2 passes): the daemon has one thread, so a
@@ -374,7 +374,7 @@ int gx_auth_upsert_user(gx_auth *a, const char *name, int admin, const json_t *n
             return gx_errf(err, 422, "namespaces", "namespace %zu must be a DNS label", i);
     int ui = find_user(a, name);
     if (ui >= 0) {
-        gx_user *u = &a->users[ui];
+        gx_user *u = a->users[ui];
         if (u->admin == admin && json_equal(u->namespaces, (json_t *)namespaces)) return 0;
         if (!strcmp(name, "admin") && !admin) return gx_errf(err, 409, "admin", "the admin user stays an admin");
         if (gx_store_update_user(a->st, name, admin, namespaces, err)) return -1;

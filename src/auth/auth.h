@@ -13,6 +13,8 @@
 
 #define GX_TOKEN_MAX 96
 
+/* A user. A const gx_user * from this module stays valid until that user is deleted
+ * (creating others does not move it). */
 typedef struct gx_user {
     char name[64];
     int admin;

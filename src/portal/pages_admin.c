@@ -195,9 +195,6 @@ void gx_portal_admin_post(gx_portal_ctx *c)
         int rc = gx_auth_create_user(c->p->auth, user, admin, ns, token, c->now, &e);
         json_decref(ns);
         if (!rc && *pw && gx_auth_set_password(c->p->auth, user, pw, c->now, &e)) rc = -1;
-        /* the user table may have moved: find ourselves again */
-        c->user = c->s ? gx_auth_find(c->p->auth, c->s->user) : NULL;
-        if (!c->user) { gx_portal_redirect(c, "/login"); return; }
         if (rc) { gx_portal_admin(c, NULL, e.msg); return; }
         snprintf(note, sizeof note, "User %s created. Their API token for the CLI, shown only now: %s", user, token);
         gx_portal_admin(c, note, NULL);
