@@ -247,7 +247,7 @@ int gx_d_apply(gx_daemon *d, const gx_yaml_docs *docs, json_t **result, gx_err *
         old[applied] = json_incref(json_object_get(d->objects, key));
         if (kd->apply && kd->apply(kd->ud, doc, err)) {
             gx_err why = *err;
-            gx_errf(err, 500, why.field, "%s validated but did not take effect: %s", key, why.msg);
+            gx_errf(err, why.status ? why.status : 500, why.field, "%s: %s", key, why.msg);
             annotate(docs, idx[applied], err);
             undo_applied(d, docs, idx, applied, old);
             goto rollback;

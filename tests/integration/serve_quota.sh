@@ -55,4 +55,23 @@ check "then the urgent one runs" wait_phase lab/third Succeeded 10
 check "then the second one" wait_phase lab/second Succeeded 10
 t3=$(wl_field lab/third .admittedAt); t2=$(wl_field lab/second .admittedAt)
 expect_eq "admission order follows priority" "$([[ "$t3" < "$t2" || "$t3" == "$t2" ]] && echo yes)" yes
+
+# An apply the scratch engine accepts but the live one refuses (a Node replaced under a
+# running workload) is refused as a whole: nothing recorded, so the same file applied
+# once the node is free is taken and takes effect. (It used to be recorded and answered
+# 200 while the engine kept the old node: the next apply said "unchanged".)
+head -n -3 "$ROOT/examples/demo/node.yaml" > "$TMP/one-gpu.yaml"   # drop the second GPU
+expect_eq "the edited node has one GPU" "$(grep -c 'model: H100' "$TMP/one-gpu.yaml")" 1
+job holder lab q 1 'sleep 30' > "$TMP/holder.yaml"
+"$G" submit -f "$TMP/holder.yaml" >/dev/null
+check "holder runs" wait_phase lab/holder Running 10
+r=$(api POST /api/v1/apply -H 'Content-Type: application/yaml' --data-binary @"$TMP/one-gpu.yaml")
+expect_eq "replacing a node under a workload is refused" "$(status_of "$r")" 409
+expect_match "and says why" "$(body_of "$r" | jq -r .error.message)" "workloads placed"
+expect_eq "the node keeps its two GPUs" "$(api GET /api/v1/nodes/demo-node | sed '$d' | jq '.spec.gpus | length')" 2
+"$G" cancel lab/holder >/dev/null
+check "holder stops" wait_phase lab/holder Deactivated 20
+r=$(api POST /api/v1/apply -H 'Content-Type: application/yaml' --data-binary @"$TMP/one-gpu.yaml")
+expect_eq "once free, the same file is taken (not 'unchanged')" "$(body_of "$r" | jq -r '.items[0].action')" created
+expect_eq "and the node has one GPU" "$(api GET /api/v1/nodes/demo-node | sed '$d' | jq '.spec.gpus | length')" 1
 finish
