@@ -15,7 +15,6 @@
 /* Failed sign-ins allowed per minute from one address, and from everyone: the first
  * slows guessing, the second bounds the Argon2 work an attacker can make the loop do
  * (about 300 x 20 ms a minute) without one client locking everyone out. */
-#define MAX_FAILS_PER_ADDR 10
 #define MAX_FAILS_PER_MIN 300
 
 const json_t *gx_portal_config(const gx_daemon *d)
@@ -112,18 +111,28 @@ static void peer_addr(const gx_req *req, char *out, size_t n)
     snprintf(out, n, "%s", gx_req_peer(req));
 }
 
-/* This address's failure counter in the current minute (a small table: the least
- * used slot is reused, so the table cannot grow). */
-static int *fails_of(gx_portal *p, const char *addr)
+/* This address's slot of recent failures (a small table: the slot whose latest
+ * failure is oldest is reused, so the table cannot grow). */
+static int fails_of(gx_portal *p, const char *addr)
 {
     int best = 0;
+    int64_t best_at = INT64_MAX;
     for (int i = 0; i < 64; i++) {
-        if (!strcmp(p->fail_by[i].addr, addr)) return &p->fail_by[i].fails;
-        if (p->fail_by[i].fails < p->fail_by[best].fails) best = i;
+        if (!strcmp(p->fail_by[i].addr, addr)) return i;
+        int last = (p->fail_by[i].next + GX_PORTAL_ADDR_FAILS - 1) % GX_PORTAL_ADDR_FAILS;
+        if (p->fail_by[i].at[last] < best_at) { best_at = p->fail_by[i].at[last]; best = i; }
     }
+    memset(&p->fail_by[best], 0, sizeof p->fail_by[best]);
     snprintf(p->fail_by[best].addr, sizeof p->fail_by[best].addr, "%s", addr);
-    p->fail_by[best].fails = 0;
-    return &p->fail_by[best].fails;
+    return best;
+}
+
+/* Locked out: GX_PORTAL_ADDR_FAILS failures within the last minute. at[next] is the
+ * oldest of the last ones (0 while there have been fewer). */
+static int addr_locked(const gx_portal *p, int slot, int64_t now)
+{
+    int64_t oldest = p->fail_by[slot].at[p->fail_by[slot].next];
+    return oldest && now - oldest < 60000;
 }
 
 /* "Alice.Smith@example.com" -> "alice-smith": user names are DNS labels. */
@@ -239,12 +248,11 @@ void gx_portal_login_post(gx_portal_ctx *c)
     if (c->now - c->p->fail_window_ms > 60000) {
         c->p->fail_window_ms = c->now;
         c->p->fails = 0;
-        memset(c->p->fail_by, 0, sizeof c->p->fail_by);
     }
     char addr[48];
     peer_addr(c->req, addr, sizeof addr);
-    int *mine = fails_of(c->p, addr);
-    if (c->p->fails >= MAX_FAILS_PER_MIN || *mine >= MAX_FAILS_PER_ADDR) {
+    int mine = fails_of(c->p, addr);
+    if (c->p->fails >= MAX_FAILS_PER_MIN || addr_locked(c->p, mine, c->now)) {
         gx_portal_login_page(c, 429, "Too many failed sign-ins in the last minute; wait a minute and try again.");
         return;
     }
@@ -260,7 +268,8 @@ void gx_portal_login_post(gx_portal_ctx *c)
     }
     if (!u) {
         c->p->fails++;
-        (*mine)++;
+        c->p->fail_by[mine].at[c->p->fail_by[mine].next] = c->now;
+        c->p->fail_by[mine].next = (c->p->fail_by[mine].next + 1) % GX_PORTAL_ADDR_FAILS;
         gx_portal_login_page(c, 401, *token ? "That token is not valid." : "Wrong user name or password.");
         return;
     }

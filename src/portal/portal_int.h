@@ -12,6 +12,7 @@
 #define GX_PORTAL_MAX_SESSIONS 10000
 #define GX_PORTAL_IDLE_MS (8LL * 3600 * 1000)       /* signed out after 8 h without a request */
 #define GX_PORTAL_ABS_MS (7LL * 24 * 3600 * 1000)   /* and after 7 days whatever happens */
+#define GX_PORTAL_ADDR_FAILS 10                     /* failed sign-ins per address per minute */
 #define GX_PORTAL_CSRF_LEN 43                       /* base64url of 32 random bytes */
 /* A used session's stored end moves at most this often: one small write per active
  * person per 5 minutes, and after a restart the idle limit may come 5 minutes early. */
@@ -40,7 +41,11 @@ struct gx_portal {
     size_t nsess, capsess;
     int64_t fail_window_ms;      /* failed sign-ins in the current minute: */
     int fails;                   /* ... from everyone (bounds the hashing work) */
-    struct { char addr[48]; int fails; } fail_by[64];   /* ... per client address */
+    /* ... and per client address, the times of its last GX_PORTAL_ADDR_FAILS failures: an
+     * address is locked out while the oldest of them is less than a minute old (a
+     * sliding window: no reset at a minute's boundary lets a burst through, or lifts a
+     * lock-out early) */
+    struct { char addr[48]; int64_t at[GX_PORTAL_ADDR_FAILS]; int next; } fail_by[64];
 };
 
 /* One request. */
