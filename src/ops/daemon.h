@@ -12,6 +12,7 @@
 #include "net/http.h"
 #include "net/loop.h"
 #include "core/engine.h"
+#include "lib/gxtime.h"
 #include "lib/strmap.h"
 #include "lib/wlkey.h"
 #include "run/podbox.h"
@@ -119,8 +120,5 @@ char *gx_d_metrics(gx_daemon *d);
 
 /* logs.c */
 int gx_d_logs(gx_daemon *d, const char *key, int pod, int follow, gx_resp *resp, gx_err *err);
-
-/* RFC 3339 UTC with milliseconds. */
-void gx_fmt_time(int64_t ms, char *out, size_t n);
 
 #endif

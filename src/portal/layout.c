@@ -1,12 +1,11 @@
 /* layout: the frame every portal page shares, and small widgets.
  * Owns: <head> (CSS, JS, the CSRF meta tag for scripts), the navigation, the
  * security headers of every page (CSP without inline scripts or styles, no framing,
- * no caching), redirects, error pages, state badges, SVG usage bars, durations.
+ * no caching), redirects, error pages, state badges, SVG usage bars (durations: lib/gxtime).
  * Must not: write a value into a page without escaping it (%H). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include "portal/portal_int.h"
 
 static const struct { const char *id, *href, *label; int admin; } NAV[] = {
@@ -112,29 +111,6 @@ void gx_portal_bar(gx_portal_buf *b, double used, double total, const char *labe
                       "<rect width=\"200\" height=\"12\" rx=\"3\" class=\"bar-bg\"></rect>"
                       "<rect width=\"%.1f\" height=\"12\" rx=\"3\" class=\"%s\"></rect></svg>",
                    label, w, over ? "bar-over" : "bar-fg");
-}
-
-void gx_portal_duration(char *out, size_t n, int64_t ms)
-{
-    int64_t s = ms / 1000;
-    if (s < 0) s = 0;
-    if (s < 60) snprintf(out, n, "%lld s", (long long)s);
-    else if (s < 3600) snprintf(out, n, "%lld min", (long long)(s / 60));
-    else if (s < 86400) snprintf(out, n, "%lld h %lld min", (long long)(s / 3600), (long long)(s % 3600 / 60));
-    else snprintf(out, n, "%lld d %lld h", (long long)(s / 86400), (long long)(s % 86400 / 3600));
-}
-
-int64_t gx_portal_parse_time(const char *t)
-{
-    struct tm tm;
-    int ms = 0;
-    memset(&tm, 0, sizeof tm);
-    if (!t || sscanf(t, "%d-%d-%dT%d:%d:%d.%dZ", &tm.tm_year, &tm.tm_mon, &tm.tm_mday, &tm.tm_hour, &tm.tm_min,
-                     &tm.tm_sec, &ms) < 6)
-        return 0;
-    tm.tm_year -= 1900;
-    tm.tm_mon -= 1;
-    return (int64_t)timegm(&tm) * 1000 + ms;
 }
 
 static int by_name(const void *a, const void *b)

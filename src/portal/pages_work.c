@@ -9,6 +9,7 @@
 #include <string.h>
 #include <time.h>
 #include "portal/portal_int.h"
+#include "lib/gxtime.h"
 
 #define HOME_ROWS 200
 
@@ -67,7 +68,8 @@ static int64_t estimate_start(gx_portal_ctx *c, const json_t *wl, int64_t pos, i
     json_array_foreach(adm, i, x) {
         json_int_t max = json_integer_value(json_object_get(x, "maxExecutionTimeSeconds"));
         json_int_t used = json_integer_value(json_object_get(x, "accumulatedPastExecutionTimeSeconds"));
-        int64_t at = gx_portal_parse_time(json_string_value(json_object_get(x, "admittedAt")));
+        int64_t at = 0;
+        gx_time_parse(json_string_value(json_object_get(x, "admittedAt")), &at);
         if (max <= 0 || !at) { unlimited++; continue; }
         ends[k++] = at + (int64_t)(max - used) * 1000;
     }
@@ -100,7 +102,7 @@ void gx_portal_why(gx_portal_ctx *c, const json_t *wl, gx_portal_buf *b)
     char when[32], in[32];
     if (est > c->now) {
         clock_time(est, when, sizeof when);
-        gx_portal_duration(in, sizeof in, est - c->now);
+        gx_duration_words(est - c->now, in, sizeof in);
         gx_portal_putf(b, "<br><span class=\"est\">Expected to start by %H (in %H) at the latest: running work in its "
                           "queue reaches its time limit then.</span>", when, in);
     } else if (unlimited) {
@@ -117,7 +119,8 @@ static int64_t time_left(const gx_portal_ctx *c, const json_t *wl)
 {
     json_int_t max = json_integer_value(json_object_get(wl, "maxExecutionTimeSeconds"));
     json_int_t used = json_integer_value(json_object_get(wl, "accumulatedPastExecutionTimeSeconds"));
-    int64_t at = gx_portal_parse_time(json_string_value(json_object_get(wl, "admittedAt")));
+    int64_t at = 0;
+    gx_time_parse(json_string_value(json_object_get(wl, "admittedAt")), &at);
     if (max <= 0 || !at) return -1;
     int64_t left = (int64_t)(max - used) * 1000 - (c->now - at);
     return left < 0 ? 0 : left;
@@ -142,7 +145,9 @@ static void row(gx_portal_ctx *c, gx_portal_buf *b, const json_t *w)
     const char *phase = json_string_value(json_object_get(w, "phase"));
     const char *state = json_string_value(json_object_get(w, "state"));
     char g[128], age[32], left[32];
-    gx_portal_duration(age, sizeof age, c->now - gx_portal_parse_time(json_string_value(json_object_get(w, "createdAt"))));
+    int64_t created = 0;
+    gx_time_parse(json_string_value(json_object_get(w, "createdAt")), &created);
+    gx_duration_words(c->now - created, age, sizeof age);
     gx_portal_putf(b, "<tr data-phase=\"%H\"><td><a href=\"/ui/workloads/%U/%U\">%H</a><div class=\"sub\">%H · %H</div></td>"
                       "<td>", phase, ns, name, name, ns, json_string_value(json_object_get(w, "queueName")));
     gx_portal_badge(b, phase);
@@ -150,7 +155,7 @@ static void row(gx_portal_ctx *c, gx_portal_buf *b, const json_t *w)
     if (state && !strcmp(state, "Pending")) gx_portal_why(c, w, b);
     else if (state && !strcmp(state, "Admitted")) {
         int64_t l = time_left(c, w);
-        gx_portal_duration(left, sizeof left, l);
+        gx_duration_words(l, left, sizeof left);
         if (l >= 0) gx_portal_putf(b, "<span class=\"left\">%H left before its time limit</span>", left);
         else gx_portal_put(b, "<span class=\"left\">no time limit</span>");
     } else {
@@ -299,7 +304,7 @@ static void status_section(gx_portal_ctx *c, gx_portal_buf *b, const json_t *w)
     if (!strcmp(state, "Pending")) gx_portal_why(c, w, b);
     char left[32], g[128];
     int64_t l = !strcmp(state, "Admitted") ? time_left(c, w) : -1;
-    gx_portal_duration(left, sizeof left, l);
+    gx_duration_words(l, left, sizeof left);
     gx_portal_putf(b, "<dl class=\"facts\"><dt>Queue</dt><dd>%H → %H</dd><dt>Priority</dt><dd>%H</dd><dt>GPUs</dt><dd>%H</dd>"
                       "<dt>Image</dt><dd><code>%H</code></dd><dt>Time left</dt><dd>%H</dd></dl>",
                    json_string_value(json_object_get(w, "queueName")), json_string_value(json_object_get(w, "clusterQueue")),

@@ -89,8 +89,6 @@ void gx_portal_badge(gx_portal_buf *b, const char *phase);
 void gx_portal_error_page(gx_portal_ctx *c, int status, const char *title, const char *msg);
 void gx_portal_redirect(gx_portal_ctx *c, const char *to);
 void gx_portal_bar(gx_portal_buf *b, double used, double total, const char *label);
-void gx_portal_duration(char *out, size_t n, int64_t ms);
-int64_t gx_portal_parse_time(const char *rfc3339);
 /* Templates applied, sorted by name (new array of manifests). */
 json_t *gx_portal_templates(const gx_daemon *d);
 

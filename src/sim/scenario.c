@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "core/engine.h"
+#include "lib/gxtime.h"
 #include "lib/strmap.h"
 #include "lib/yaml.h"
 #include "sim/sim.h"
@@ -104,29 +105,16 @@ static event ev_pop(sim *s)
 
 /* ---- input ---------------------------------------------------------------------------- */
 
-/* Go-style duration ("90s", "5m", "1h30m", "1.5s", "200ms") or plain seconds. */
+/* A duration ("90s", "5m", "1h30m", "1.5s", "200ms": lib/gxtime) or plain seconds ("90", "1.5"). */
 static int parse_duration(const char *s, int64_t *ms)
 {
     if (!s || !*s) return -1;
     char *end;
     double v = strtod(s, &end);
     if (end != s && !*end) { if (v < 0) return -1; *ms = (int64_t)(v * 1000.0 + 0.5); return 0; }
-    double total = 0;
-    const char *p = s;
-    while (*p) {
-        v = strtod(p, &end);
-        if (end == p || v < 0) return -1;
-        p = end;
-        double mul;
-        if (!strncmp(p, "ms", 2)) { mul = 1; p += 2; }
-        else if (*p == 's') { mul = 1000; p++; }
-        else if (*p == 'm') { mul = 60000; p++; }
-        else if (*p == 'h') { mul = 3600000; p++; }
-        else if (*p == 'd') { mul = 86400000; p++; }
-        else return -1;
-        total += v * mul;
-    }
-    *ms = (int64_t)(total + 0.5);
+    int64_t d = gx_duration_parse(s);
+    if (d < 0) return -1;
+    *ms = d;
     return 0;
 }
 
