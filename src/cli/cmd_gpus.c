@@ -132,8 +132,8 @@ static json_t *read_parted(const char *path)
 
 int gx_cli_run_gpus_mig_apply(gx_cli_ctx *c)
 {
-    const char *config = c->args.pos[0], *node = gx_cli_opt_get(&c->args, "node");
-    const char *file = gx_cli_opt_get(&c->args, "filename");
+    const char *config = c->args.pos[0], *node = gx_opt_get(&c->args, "node");
+    const char *file = gx_opt_get(&c->args, "filename");
     json_t *req = json_pack("{s:s}", "config", config);
     if (node) json_object_set_new(req, "node", json_string(node));
     if (file) {

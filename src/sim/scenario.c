@@ -15,6 +15,7 @@
 #include <string.h>
 #include "core/engine.h"
 #include "lib/gxtime.h"
+#include "lib/opts.h"
 #include "lib/strmap.h"
 #include "lib/yaml.h"
 #include "sim/sim.h"
@@ -428,6 +429,14 @@ static int step(sim *s, int64_t t)
     return 0;
 }
 
+static const gx_opt scenario_opts[] = {
+    {"fair-sharing", 0, NULL, "enable fair sharing whatever the Configuration says"},
+    {"output", 'o', "OUT", "write the events to OUT instead of stdout"},
+    {"help", 'h', NULL, "this help"},
+    {0},
+};
+static const gx_opt *const scenario_sets[] = {scenario_opts, NULL};
+
 static void usage(FILE *f)
 {
     fputs("usage: gpuaas sim scenario [--fair-sharing] [-o OUT] FILE...\n"
@@ -438,36 +447,43 @@ static void usage(FILE *f)
           "Kueue Workloads annotated with gpuaas.dev/submit-at (e.g. 90s) and\n"
           "gpuaas.dev/run-for (absent = runs forever). Several files form one scenario.\n"
           "Prints one JSON object per event, then {\"summary\": {...}}.\n", f);
+    gx_opts_usage(f, scenario_sets);
 }
 
 int gx_sim_scenario_main(int argc, char **argv)
 {
+    gx_opt_args a;
+    if (gx_opts_parse(scenario_sets, argc, argv, &a)) {
+        fprintf(stderr, "gpuaas sim scenario: %s\n", a.err);
+        usage(stderr);
+        gx_opts_free(&a);
+        return 2;
+    }
+    if (gx_opt_has(&a, "help") || !a.npos) {
+        int help = gx_opt_has(&a, "help");
+        usage(help ? stdout : stderr);
+        gx_opts_free(&a);
+        return help ? 0 : 2;
+    }
     sim s;
     memset(&s, 0, sizeof s);
     s.out = stdout;
-    gx_strmap_init(&s.keys);
-    int force_fair = 0, nfiles = 0, rc = 0;
-    const char *outpath = NULL;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) { usage(stdout); return 0; }
-        else if (!strcmp(argv[i], "--fair-sharing")) force_fair = 1;
-        else if (!strcmp(argv[i], "-o") && i + 1 < argc) outpath = argv[++i];
-        else if (argv[i][0] == '-' && argv[i][1]) { fprintf(stderr, "gpuaas sim scenario: unknown option %s\n", argv[i]); usage(stderr); return 2; }
-        else nfiles++;
+    int rc = 0;
+    const char *outpath = gx_opt_get(&a, "output");
+    if (outpath && !(s.out = fopen(outpath, "w"))) {
+        fprintf(stderr, "gpuaas sim scenario: cannot write %s\n", outpath);
+        gx_opts_free(&a);
+        return 2;
     }
-    if (!nfiles) { usage(stderr); return 2; }
-    if (outpath && !(s.out = fopen(outpath, "w"))) { fprintf(stderr, "gpuaas sim scenario: cannot write %s\n", outpath); return 2; }
+    gx_strmap_init(&s.keys);
     static char obuf[1 << 16];
     setvbuf(s.out, obuf, _IOFBF, sizeof obuf);
     /* The engine exists before the files are read (specs are parsed with it); the
      * Configuration's fair sharing flag is applied by re-creating it when needed. */
     gx_engine_opts o0 = {0};
     s.e = gx_engine_new(&o0);
-    for (int i = 1; i < argc && rc == 0; i++) {
-        if (argv[i][0] == '-' && argv[i][1]) { if (!strcmp(argv[i], "-o")) i++; continue; }
-        rc = load_file(&s, argv[i]) < 0 ? 1 : 0;
-    }
-    if (rc == 0 && (s.opts.fair_sharing || force_fair)) {
+    for (int i = 0; i < a.npos && rc == 0; i++) rc = load_file(&s, a.pos[i]) < 0 ? 1 : 0;
+    if (rc == 0 && (s.opts.fair_sharing || gx_opt_has(&a, "fair-sharing"))) {
         s.opts.fair_sharing = 1;
         gx_engine_set_fair_sharing(s.e, 1);
     }
@@ -496,5 +512,6 @@ int gx_sim_scenario_main(int argc, char **argv)
     free(s.h);
     gx_strmap_free(&s.keys);
     gx_engine_free(s.e);
+    gx_opts_free(&a);
     return rc;
 }
