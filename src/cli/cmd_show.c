@@ -6,6 +6,7 @@
 #include <string.h>
 #include "cli/cmd.h"
 #include "cli/fmt.h"
+#include "lib/alloc.h"
 #include "lib/gxtime.h"
 
 static void field(const char *label, const char *value)
@@ -158,10 +159,9 @@ static void conditions(const json_t *w, int64_t now)
     const json_t *conds = json_object_get(w, "conditions");
     size_t n = json_array_size(conds);
     if (!n) { puts("Conditions:     -"); return; }
-    cond *v = calloc(n, sizeof *v);
+    cond *v = gx_xcalloc(n, sizeof *v);
     static const char *const h[] = {"WHEN", "AGE", "TYPE", "STATUS", "REASON", "MESSAGE"};
     gx_cli_table *t = gx_cli_table_new(6, h);
-    if (!v || !t) { free(v); gx_cli_table_free(t); return; }
     for (size_t i = 0; i < n; i++) {
         v[i].c = json_array_get(conds, i);
         v[i].i = i;

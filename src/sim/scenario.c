@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "core/engine.h"
+#include "lib/alloc.h"
 #include "lib/gxtime.h"
 #include "lib/opts.h"
 #include "lib/strmap.h"
@@ -48,22 +49,15 @@ typedef struct obj_rec { json_t *obj; const char *file; int line, base; char *te
 typedef struct sim {
     gx_engine *e;
     gx_engine_opts opts;
-    wl_rec *w; long nw, capw;
-    obj_rec *o; long no, capo;
-    event *h; long nh, caph;
+    wl_rec *w; long nw; size_t capw;
+    obj_rec *o; long no; size_t capo;
+    event *h; long nh; size_t caph;
     long seq;
     gx_strmap keys;
     long n_admitted, n_preempted, n_finished, n_deactivated;
     int64_t last_t;
     FILE *out;
 } sim;
-
-static void *xrealloc(void *p, size_t n)
-{
-    void *q = realloc(p, n ? n : 1);
-    if (!q) { fputs("gpuaas sim scenario: out of memory\n", stderr); exit(1); }
-    return q;
-}
 
 /* ---- event heap --------------------------------------------------------------------- */
 
@@ -76,7 +70,7 @@ static int ev_less(const event *a, const event *b)
 
 static void ev_push(sim *s, event ev)
 {
-    if (s->nh == s->caph) { s->caph = s->caph ? s->caph * 2 : 1024; s->h = xrealloc(s->h, (size_t)s->caph * sizeof *s->h); }
+    s->h = gx_xgrow(s->h, &s->caph, (size_t)s->nh + 1, sizeof *s->h);
     ev.seq = s->seq++;
     long i = s->nh++;
     s->h[i] = ev;
@@ -183,10 +177,10 @@ static int take_doc(sim *s, json_t *doc, const gx_linemap *lm, const char *file,
         }
         char key[600];
         gx_engine_spec_key(spec, key, sizeof key);
-        if (s->nw == s->capw) { s->capw = s->capw ? s->capw * 2 : 1024; s->w = xrealloc(s->w, (size_t)s->capw * sizeof *s->w); }
+        s->w = gx_xgrow(s->w, &s->capw, (size_t)s->nw + 1, sizeof *s->w);
         wl_rec *w = &s->w[s->nw];
         memset(w, 0, sizeof *w);
-        w->key = strdup(key);
+        w->key = gx_xstrdup(key);
         w->spec = spec;
         w->run_ms = run;
         w->file = file;
@@ -196,8 +190,8 @@ static int take_doc(sim *s, json_t *doc, const gx_linemap *lm, const char *file,
         ev_push(s, ev);
         return 0;
     }
-    if (s->no == s->capo) { s->capo = s->capo ? s->capo * 2 : 64; s->o = xrealloc(s->o, (size_t)s->capo * sizeof *s->o); }
-    s->o[s->no] = (obj_rec){json_incref(doc), file, line, base, strndup(text, tlen)};
+    s->o = gx_xgrow(s->o, &s->capo, (size_t)s->no + 1, sizeof *s->o);
+    s->o[s->no] = (obj_rec){json_incref(doc), file, line, base, gx_xstrndup(text, tlen)};
     event ev = {at, EV_APPLY, 0, s->no, 0};
     s->no++;
     ev_push(s, ev);
@@ -211,11 +205,11 @@ static int load_file(sim *s, const char *file)
     FILE *f = fopen(file, "rb");
     if (!f) { fprintf(stderr, "gpuaas sim scenario: %s: cannot open\n", file); return -1; }
     size_t cap = 1 << 16, n = 0;
-    char *buf = xrealloc(NULL, cap);
+    char *buf = gx_xmalloc(cap);
     size_t r;
     while ((r = fread(buf + n, 1, cap - n, f)) > 0) {
         n += r;
-        if (n == cap) { cap *= 2; buf = xrealloc(buf, cap); }
+        if (n == cap) buf = gx_xgrow(buf, &cap, cap + 1, 1);
     }
     fclose(f);
     size_t start = 0;
@@ -337,7 +331,7 @@ static void set_cq(wl_rec *w, const char *cq)
 {
     if (!cq || (w->cq && !strcmp(w->cq, cq))) return;
     free(w->cq);
-    w->cq = strdup(cq);
+    w->cq = gx_xstrdup(cq);
 }
 
 static void handle_actions(sim *s, int64_t t, gx_action *acts, size_t n)

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "lib/alloc.h"
 #include "lib/opts.h"
 #include "sim/sim.h"
 #include "sim/trace_internal.h"
@@ -352,8 +353,7 @@ static int write_svg(const opts *o, const result *r, int nr)
 static int run_arrivals(const opts *o, const gx_trace *t, const gx_place_workload *wl,
                         const gx_place_policy **pols, int np)
 {
-    result *r = calloc((size_t)np, sizeof *r);
-    if (!r) return 1;
+    result *r = gx_xcalloc((size_t)np, sizeof *r);
     gx_trace_replay_opts ro = { o->tune, wl };
     double bound = NAN, bfd = NAN;
     if (o->bound) {                      /* the same for every policy: one per seed */
@@ -476,10 +476,9 @@ int gx_sim_trace_main(int argc, char **argv)
         return 2;
     }
     /* FGD's target workload: the trace's pod types before sampling */
-    gx_place_pod *reqs = malloc(t.npods * sizeof *reqs);
+    gx_place_pod *reqs = gx_xreallocarray(NULL, t.npods, sizeof *reqs);
     gx_place_type types[256];
     gx_place_workload wl = { 0, types, 0.95 };
-    if (!reqs) { gx_trace_free(&t); return 1; }
     for (size_t i = 0; i < t.npods; i++) reqs[i] = t.pods[i].req;
     wl.n = gx_place_workload_from_pods(reqs, t.npods, types, 256);
     wl.coverage = o.coverage;
