@@ -14,23 +14,23 @@
 #include "cli/cmd_gpus.h"
 #include "cli/fmt.h"
 
-static const gx_cli_opt common_opts[] = {
+static const gx_opt common_opts[] = {
     {"server", 0, "URL", "daemon address (default: $GPUAAS_SERVER, else " GX_CLI_DEFAULT_SERVER ")"},
     {"token", 0, "TOKEN", "API token (default: $GPUAAS_TOKEN)"},
     {"token-file", 0, "FILE", "read the API token from the first line of FILE"},
     {"help", 'h', NULL, "show this help and exit"},
     {0},
 };
-static const gx_cli_opt output_opts[] = {
+static const gx_opt output_opts[] = {
     {"output", 'o', "FORMAT", "table (default), wide, json or yaml"},
     {0},
 };
 
-static const gx_cli_opt files_opts[] = {
+static const gx_opt files_opts[] = {
     {"filename", 'f', "FILE", "manifest file (YAML or JSON, one or more documents); - reads stdin; repeat for more files"},
     {0},
 };
-static const gx_cli_opt ls_opts[] = {
+static const gx_opt ls_opts[] = {
     {"namespace", 'n', "NS", "only workloads of namespace NS (default: $GPUAAS_NAMESPACE, else all you can see)"},
     {"all-namespaces", 'A', NULL, "every namespace you can see (ignores $GPUAAS_NAMESPACE)"},
     {"state", 0, "S", "only this state: Pending, Admitted, Finished, Deactivated, or phase Running, Succeeded, Failed, Terminating"},
@@ -38,31 +38,31 @@ static const gx_cli_opt ls_opts[] = {
     {"cluster-queue", 0, "CQ", "only workloads of ClusterQueue CQ"},
     {0},
 };
-static const gx_cli_opt ns_opts[] = {
+static const gx_opt ns_opts[] = {
     {"namespace", 'n', "NS", "namespace of a NAME given without NS/ (default: $GPUAAS_NAMESPACE, else your only namespace)"},
     {0},
 };
-static const gx_cli_opt logs_opts[] = {
+static const gx_opt logs_opts[] = {
     {"namespace", 'n', "NS", "namespace of a NAME given without NS/ (default: $GPUAAS_NAMESPACE, else your only namespace)"},
     {"follow", 'f', NULL, "keep streaming new output until the workload ends (Ctrl-C stops)"},
     {"pod", 0, "N", "only pod N (0-based index)"},
     {0},
 };
-static const gx_cli_opt queues_opts[] = {
+static const gx_opt queues_opts[] = {
     {"namespace", 'n', "NS", "only LocalQueues of namespace NS"},
     {0},
 };
-static const gx_cli_opt get_opts[] = {
+static const gx_opt get_opts[] = {
     {"namespace", 'n', "NS", "namespace (localqueues, workloads)"},
     {0},
 };
-static const gx_cli_opt users_create_opts[] = {
+static const gx_opt users_create_opts[] = {
     {"namespaces", 0, "A,B", "namespaces the user may use (comma-separated)"},
     {"admin", 0, NULL, "make the user an administrator (all namespaces, apply, user management)"},
     {0},
 };
-static const gx_cli_opt no_opts[] = {{0}};
-static const gx_cli_opt mig_apply_opts[] = {
+static const gx_opt no_opts[] = {{0}};
+static const gx_opt mig_apply_opts[] = {
     {"node", 0, "N", "the node (default: the only one)"},
     {"filename", 'f', "FILE", "a mig-parted file to take CONFIG from (default: the daemon's inventory.migConfig)"},
     {0},
@@ -73,17 +73,17 @@ int gx_cli_run_keys_ls(gx_cli_ctx *c);
 int gx_cli_run_keys_revoke(gx_cli_ctx *c);
 int gx_cli_run_models(gx_cli_ctx *c);
 int gx_cli_run_usage(gx_cli_ctx *c);
-static const gx_cli_opt keys_create_opts[] = {
+static const gx_opt keys_create_opts[] = {
     {"tier", 0, "TIER", "the tier whose limits the key gets (required)"},
     {"expires", 0, "DURATION", "lifetime such as 30d, 12h (default and maximum: the tier's maxKeyLifetime)"},
     {"namespace", 'n', "NS", "namespace the key's usage is billed to (default: your first namespace)"},
     {0},
 };
-static const gx_cli_opt keys_ls_opts[] = {
+static const gx_opt keys_ls_opts[] = {
     {"all", 0, NULL, "every user's keys (admin)"},
     {0},
 };
-static const gx_cli_opt usage_opts[] = {
+static const gx_opt usage_opts[] = {
     {"group-by", 0, "G", "key (default), user, namespace, model or tier"},
     {"since", 0, "DURATION", "how far back, such as 1h, 7d (default 24h)"},
     {"user", 0, "NAME", "only this user's usage (admin; a user always sees their own)"},
@@ -167,7 +167,7 @@ static const gx_cli_cmd commands[] = {
 };
 #define NCOMMANDS (sizeof commands / sizeof commands[0])
 
-static void sets_of(const gx_cli_cmd *cmd, const gx_cli_opt *sets[4])
+static void sets_of(const gx_cli_cmd *cmd, const gx_opt *sets[4])
 {
     int n = 0;
     sets[n++] = cmd->opts;
@@ -188,7 +188,7 @@ static void print_indented(FILE *f, const char *text, const char *indent)
 
 static void cmd_usage(FILE *f, const gx_cli_cmd *cmd)
 {
-    const gx_cli_opt *sets[4];
+    const gx_opt *sets[4];
     sets_of(cmd, sets);
     fprintf(f, "usage: gpuaas %s%s%s [options]\n\n", cmd->name, *cmd->synopsis ? " " : "", cmd->synopsis);
     fprintf(f, "%c%s.\n", toupper((unsigned char)cmd->summary[0]), cmd->summary + 1);
@@ -197,7 +197,7 @@ static void cmd_usage(FILE *f, const gx_cli_cmd *cmd)
         print_indented(f, cmd->details, "");
     }
     fputc('\n', f);
-    gx_cli_opts_usage(f, sets);
+    gx_opts_usage(f, sets);
     fputs("\nEnvironment: GPUAAS_SERVER, GPUAAS_TOKEN, GPUAAS_NAMESPACE.\n\nExamples:\n", f);
     print_indented(f, cmd->examples, "  ");
 }
@@ -238,9 +238,9 @@ int gx_cli_usage_error(const gx_cli_ctx *c, const char *fmt, ...)
 
 const char *gx_cli_list_ns(const gx_cli_ctx *c)
 {
-    const char *ns = gx_cli_opt_get(&c->args, "namespace");
+    const char *ns = gx_opt_get(&c->args, "namespace");
     if (ns && *ns) return ns;
-    if (gx_cli_opt_has(&c->args, "all-namespaces")) return NULL;
+    if (gx_opt_has(&c->args, "all-namespaces")) return NULL;
     const char *env = getenv("GPUAAS_NAMESPACE");
     return env && *env ? env : NULL;
 }
@@ -248,7 +248,7 @@ const char *gx_cli_list_ns(const gx_cli_ctx *c)
 int gx_cli_ref(gx_cli_ctx *c, const char *arg, char *ns, size_t nsn, char *name, size_t namen)
 {
     char err[256];
-    const char *flag = gx_cli_opt_get(&c->args, "namespace");
+    const char *flag = gx_opt_get(&c->args, "namespace");
     if (gx_cli_parse_ref(arg, flag, getenv("GPUAAS_NAMESPACE"), ns, nsn, name, namen, err, sizeof err))
         return gx_cli_usage_error(c, "%s", err);
     if (*ns) return 0;
@@ -325,21 +325,21 @@ static int wants_help(int argc, char **argv)
 
 static int prepare(gx_cli_ctx *c, int argc, char **argv)
 {
-    const gx_cli_opt *sets[4];
+    const gx_opt *sets[4];
     sets_of(c->cmd, sets);
-    if (gx_cli_opts_parse(sets, argc, argv, &c->args)) return gx_cli_usage_error(c, "%s", c->args.err);
+    if (gx_opts_parse(sets, argc, argv, &c->args)) return gx_cli_usage_error(c, "%s", c->args.err);
     int np = c->args.npos;
     if (np < c->cmd->min_pos)
         return gx_cli_usage_error(c, "missing argument (%s)", *c->cmd->synopsis ? c->cmd->synopsis : "none expected");
     if (c->cmd->max_pos >= 0 && np > c->cmd->max_pos)
         return gx_cli_usage_error(c, "unexpected argument '%s'", c->args.pos[c->cmd->max_pos]);
-    if (gx_cli_out_parse(gx_cli_opt_get(&c->args, "output"), &c->out))
-        return gx_cli_usage_error(c, "unknown output format '%s' (table, wide, json, yaml)", gx_cli_opt_get(&c->args, "output"));
-    if (gx_cli_opt_has(&c->args, "token") && gx_cli_opt_has(&c->args, "token-file"))
+    if (gx_cli_out_parse(gx_opt_get(&c->args, "output"), &c->out))
+        return gx_cli_usage_error(c, "unknown output format '%s' (table, wide, json, yaml)", gx_opt_get(&c->args, "output"));
+    if (gx_opt_has(&c->args, "token") && gx_opt_has(&c->args, "token-file"))
         return gx_cli_usage_error(c, "give --token or --token-file, not both");
     char err[512];
-    if (gx_cli_http_init(&c->http, gx_cli_opt_get(&c->args, "server"), gx_cli_opt_get(&c->args, "token"),
-                         gx_cli_opt_get(&c->args, "token-file"), err, sizeof err)) {
+    if (gx_cli_http_init(&c->http, gx_opt_get(&c->args, "server"), gx_opt_get(&c->args, "token"),
+                         gx_opt_get(&c->args, "token-file"), err, sizeof err)) {
         fprintf(stderr, "error: %s\n", err);
         return 1;
     }
@@ -375,7 +375,7 @@ int gx_cli_main(int argc, char **argv)
     }
     json_decref(c.whoami);
     gx_cli_http_free(&c.http);
-    gx_cli_opts_free(&c.args);
+    gx_opts_free(&c.args);
     curl_global_cleanup();
     return rc;
 }

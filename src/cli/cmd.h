@@ -6,14 +6,14 @@
 #include <stdint.h>
 #include <jansson.h>
 #include "cli/http.h"
-#include "cli/opts.h"
+#include "lib/opts.h"
 #include "cli/table.h"
 
 struct gx_cli_cmd;
 
 typedef struct gx_cli_ctx {
     const struct gx_cli_cmd *cmd;
-    gx_cli_args args;        /* parsed options and positional arguments */
+    gx_opt_args args;        /* parsed options and positional arguments */
     gx_cli_out out;          /* -o */
     gx_cli_http http;
     int64_t local_now_ms;    /* this machine's clock when the command started */
@@ -26,7 +26,7 @@ typedef struct gx_cli_cmd {
     const char *summary;     /* one line, for the command list */
     const char *details;     /* a paragraph or NULL */
     const char *examples;    /* one command per line */
-    const gx_cli_opt *opts;  /* this command's own options */
+    const gx_opt *opts;  /* this command's own options */
     int output;              /* takes -o */
     int min_pos, max_pos;    /* positional arguments allowed (max -1: any) */
     int (*run)(gx_cli_ctx *c);

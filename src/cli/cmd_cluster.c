@@ -6,6 +6,7 @@
 #include <strings.h>
 #include "cli/cmd.h"
 #include "cli/fmt.h"
+#include "lib/gxtime.h"
 
 #define WANT_JSON(c) ((c)->out == GX_CLI_OUT_JSON || (c)->out == GX_CLI_OUT_YAML)
 
@@ -196,7 +197,7 @@ static const char *windows_cell(const json_t *ws, char *buf, size_t n)
     json_array_foreach(ws, i, w) {
         char lim[32], dur[32];
         int wr = snprintf(buf + o, n - o, "%s%s/%s", o ? ", " : "", gx_cli_jnum(w, "limit", lim, sizeof lim),
-                          gx_cli_fmt_duration(json_integer_value(json_object_get(w, "windowSeconds")), dur, sizeof dur));
+                          gx_duration_exact(json_integer_value(json_object_get(w, "windowSeconds")) * 1000, dur, sizeof dur));
         if (wr < 0 || (size_t)wr >= n - o) break;
         o += (size_t)wr;
     }
@@ -212,7 +213,7 @@ static const char *computed_cell(const char *f, const json_t *o, char *buf, size
     if (!strncmp(f, "=win:", 5)) return windows_cell(gx_cli_jget(o, f + 5), buf, n);
     if (!strncmp(f, "=dur:", 5)) {   /* seconds as 30d, 12h; 0 or absent: "-" */
         json_int_t secs = json_integer_value(gx_cli_jget(o, f + 5));
-        return secs > 0 ? gx_cli_fmt_duration(secs, buf, n) : "-";
+        return secs > 0 ? gx_duration_exact(secs * 1000, buf, n) : "-";
     }
     if (!strncmp(f, "=nz:", 4))       /* a number where 0 means "no limit" */
         return json_integer_value(gx_cli_jget(o, f + 4)) ? gx_cli_jnum(o, f + 4, buf, n) : "-";

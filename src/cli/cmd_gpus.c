@@ -9,6 +9,7 @@
 #include "cli/cmd.h"
 #include "cli/cmd_gpus.h"
 #include "cli/fmt.h"
+#include "lib/alloc.h"
 #include "lib/yaml.h"
 
 #define WANT_JSON(c) ((c)->out == GX_CLI_OUT_JSON || (c)->out == GX_CLI_OUT_YAML)
@@ -111,10 +112,9 @@ static json_t *read_parted(const char *path)
 {
     FILE *f = fopen(path, "rb");
     if (!f) { fprintf(stderr, "error: cannot read %s\n", path); return NULL; }
-    char *buf = malloc(1 << 20);
-    size_t n = buf ? fread(buf, 1, (1 << 20) - 1, f) : 0;
+    char *buf = gx_xmalloc(1 << 20);
+    size_t n = fread(buf, 1, (1 << 20) - 1, f);
     fclose(f);
-    if (!buf) return NULL;
     buf[n] = 0;
     gx_yaml_docs d;
     gx_err e;
@@ -132,8 +132,8 @@ static json_t *read_parted(const char *path)
 
 int gx_cli_run_gpus_mig_apply(gx_cli_ctx *c)
 {
-    const char *config = c->args.pos[0], *node = gx_cli_opt_get(&c->args, "node");
-    const char *file = gx_cli_opt_get(&c->args, "filename");
+    const char *config = c->args.pos[0], *node = gx_opt_get(&c->args, "node");
+    const char *file = gx_opt_get(&c->args, "filename");
     json_t *req = json_pack("{s:s}", "config", config);
     if (node) json_object_set_new(req, "node", json_string(node));
     if (file) {

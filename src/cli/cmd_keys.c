@@ -19,8 +19,8 @@ int gx_cli_run_usage(gx_cli_ctx *c);
 
 int gx_cli_run_keys_create(gx_cli_ctx *c)
 {
-    const char *tier = gx_cli_opt_get(&c->args, "tier"), *exp = gx_cli_opt_get(&c->args, "expires");
-    const char *ns = gx_cli_opt_get(&c->args, "namespace");
+    const char *tier = gx_opt_get(&c->args, "tier"), *exp = gx_opt_get(&c->args, "expires");
+    const char *ns = gx_opt_get(&c->args, "namespace");
     if (!tier || !*tier) return gx_cli_usage_error(c, "a key needs --tier TIER (gpuaas get tiers lists them)");
     json_t *req = json_pack("{s:s,s:s}", "name", c->args.pos[0], "tier", tier);
     if (exp) json_object_set_new(req, "expires", json_string(exp));
@@ -48,7 +48,7 @@ int gx_cli_run_keys_create(gx_cli_ctx *c)
 
 int gx_cli_run_keys_ls(gx_cli_ctx *c)
 {
-    json_t *ans = gx_cli_get(&c->http, gx_cli_opt_has(&c->args, "all") ? "/api/v1/keys?all=1" : "/api/v1/keys");
+    json_t *ans = gx_cli_get(&c->http, gx_opt_has(&c->args, "all") ? "/api/v1/keys?all=1" : "/api/v1/keys");
     if (!ans) return 1;
     int rc = 0;
     if (WANT_JSON(c)) {
@@ -128,8 +128,8 @@ int gx_cli_run_models(gx_cli_ctx *c)
 
 int gx_cli_run_usage(gx_cli_ctx *c)
 {
-    const char *g = gx_cli_opt_get(&c->args, "group-by"), *since = gx_cli_opt_get(&c->args, "since");
-    const char *user = gx_cli_opt_get(&c->args, "user");
+    const char *g = gx_opt_get(&c->args, "group-by"), *since = gx_opt_get(&c->args, "since");
+    const char *user = gx_opt_get(&c->args, "user");
     char path[400], ge[64], se[64], ue[200];
     if (!gx_cli_pct(g ? g : "key", ge, sizeof ge) || !gx_cli_pct(since ? since : "24h", se, sizeof se))
         return gx_cli_usage_error(c, "--group-by or --since too long");

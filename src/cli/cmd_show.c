@@ -6,6 +6,8 @@
 #include <string.h>
 #include "cli/cmd.h"
 #include "cli/fmt.h"
+#include "lib/alloc.h"
+#include "lib/gxtime.h"
 
 static void field(const char *label, const char *value)
 {
@@ -57,14 +59,14 @@ static void run_time(const json_t *w, int64_t now)
     const json_t *past = json_object_get(w, "accumulatedPastExecutionTimeSeconds");
     int64_t used = json_is_integer(past) ? json_integer_value(past) * 1000 : 0, adm;
     const char *at = gx_cli_jstr(w, "admittedAt");
-    if (!strcmp(gx_cli_jstr_or(w, "state", ""), "Admitted") && at && !gx_cli_parse_time(at, &adm) && now > adm)
+    if (!strcmp(gx_cli_jstr_or(w, "state", ""), "Admitted") && at && !gx_time_parse(at, &adm) && now > adm)
         used += now - adm;
     char a[128], u[32], m[32];
     if (json_is_integer(max))
-        snprintf(a, sizeof a, "%s, used %s", gx_cli_fmt_duration(json_integer_value(max), m, sizeof m),
-                 gx_cli_fmt_age(used, u, sizeof u));
+        snprintf(a, sizeof a, "%s, used %s", gx_duration_exact(json_integer_value(max) * 1000, m, sizeof m),
+                 gx_duration_age(used, u, sizeof u));
     else
-        snprintf(a, sizeof a, "no limit, used %s", gx_cli_fmt_age(used, u, sizeof u));
+        snprintf(a, sizeof a, "no limit, used %s", gx_duration_age(used, u, sizeof u));
     field("Max run time:", a);
 }
 
@@ -157,15 +159,14 @@ static void conditions(const json_t *w, int64_t now)
     const json_t *conds = json_object_get(w, "conditions");
     size_t n = json_array_size(conds);
     if (!n) { puts("Conditions:     -"); return; }
-    cond *v = calloc(n, sizeof *v);
+    cond *v = gx_xcalloc(n, sizeof *v);
     static const char *const h[] = {"WHEN", "AGE", "TYPE", "STATUS", "REASON", "MESSAGE"};
     gx_cli_table *t = gx_cli_table_new(6, h);
-    if (!v || !t) { free(v); gx_cli_table_free(t); return; }
     for (size_t i = 0; i < n; i++) {
         v[i].c = json_array_get(conds, i);
         v[i].i = i;
         v[i].t = 0;
-        gx_cli_parse_time(gx_cli_jstr(v[i].c, "lastTransitionTime"), &v[i].t);
+        gx_time_parse(gx_cli_jstr(v[i].c, "lastTransitionTime"), &v[i].t);
     }
     qsort(v, n, sizeof *v, by_time); /* a timeline: oldest first */
     for (size_t i = 0; i < n; i++) {

@@ -34,8 +34,8 @@ static json_t *split_namespaces(const char *list, char *bad, size_t badn)
 
 int gx_cli_run_users_create(gx_cli_ctx *c)
 {
-    const char *name = c->args.pos[0], *nsl = gx_cli_opt_get(&c->args, "namespaces");
-    int admin = gx_cli_opt_has(&c->args, "admin");
+    const char *name = c->args.pos[0], *nsl = gx_opt_get(&c->args, "namespaces");
+    int admin = gx_opt_has(&c->args, "admin");
     char bad[64];
     if (!admin && (!nsl || !*nsl)) return gx_cli_usage_error(c, "a user needs --namespaces A,B (or --admin)");
     json_t *nss = split_namespaces(nsl ? nsl : "", bad, sizeof bad);

@@ -29,11 +29,11 @@ static int send_one(gx_cli_ctx *c, const char *path, const gx_cli_body *b, json_
 
 int gx_cli_send_files(gx_cli_ctx *c, const char *path, json_t **answers)
 {
-    int n = gx_cli_opt_count(&c->args, "filename"), stdin_seen = 0, rc = 0, json_files = 0;
+    int n = gx_opt_count(&c->args, "filename"), stdin_seen = 0, rc = 0, json_files = 0;
     *answers = NULL;
     if (n <= 0) return gx_cli_usage_error(c, "no manifest given: pass -f FILE (or -f - for stdin)");
     for (int i = 0; i < n; i++)
-        if (!strcmp(gx_cli_opt_nth(&c->args, "filename", i), "-") && stdin_seen++)
+        if (!strcmp(gx_opt_nth(&c->args, "filename", i), "-") && stdin_seen++)
             return gx_cli_usage_error(c, "-f - (stdin) may be given only once");
     gx_cli_body *b = calloc((size_t)n, sizeof *b);
     json_t *out = json_array();
@@ -41,7 +41,7 @@ int gx_cli_send_files(gx_cli_ctx *c, const char *path, json_t **answers)
     int nread = 0;
     for (; nread < n && !rc; nread++) {
         char err[600];
-        if (gx_cli_body_read(gx_cli_opt_nth(&c->args, "filename", nread), stdin, &b[nread], err, sizeof err)) {
+        if (gx_cli_body_read(gx_opt_nth(&c->args, "filename", nread), stdin, &b[nread], err, sizeof err)) {
             fprintf(stderr, "error: %s\n", err);
             rc = 1;
         } else {
@@ -191,16 +191,16 @@ int gx_cli_print_workloads(gx_cli_ctx *c, const json_t *items)
 
 int gx_cli_run_ls(gx_cli_ctx *c)
 {
-    const char *ns = gx_cli_list_ns(c), *st = gx_cli_opt_get(&c->args, "state"), *canon = NULL;
-    if (gx_cli_opt_get(&c->args, "namespace") && gx_cli_opt_has(&c->args, "all-namespaces"))
+    const char *ns = gx_cli_list_ns(c), *st = gx_opt_get(&c->args, "state"), *canon = NULL;
+    if (gx_opt_get(&c->args, "namespace") && gx_opt_has(&c->args, "all-namespaces"))
         return gx_cli_usage_error(c, "give -n NS or -A, not both");
     int kind = st ? gx_cli_state_kind(st, &canon) : 0;
     if (st && !kind)
         return gx_cli_usage_error(c, "unknown state '%s' (Pending, Admitted, Finished, Deactivated, Running, Terminating, Succeeded, Failed)", st);
     char path[2048] = "/api/v1/workloads";
     if (add_query(path, sizeof path, "namespace", ns) || add_query(path, sizeof path, "state", kind == 1 ? canon : NULL) ||
-        add_query(path, sizeof path, "queue", gx_cli_opt_get(&c->args, "queue")) ||
-        add_query(path, sizeof path, "clusterQueue", gx_cli_opt_get(&c->args, "cluster-queue")))
+        add_query(path, sizeof path, "queue", gx_opt_get(&c->args, "queue")) ||
+        add_query(path, sizeof path, "clusterQueue", gx_opt_get(&c->args, "cluster-queue")))
         return gx_cli_usage_error(c, "filter values are too long");
     json_t *ans = gx_cli_get(&c->http, path);
     if (!ans) return 1;
@@ -237,14 +237,14 @@ int gx_cli_run_logs(gx_cli_ctx *c)
     char ns[256], name[256], ens[800], ename[800], path[2048];
     int rc = gx_cli_ref(c, c->args.pos[0], ns, sizeof ns, name, sizeof name);
     if (rc) return rc;
-    const char *pod = gx_cli_opt_get(&c->args, "pod");
+    const char *pod = gx_opt_get(&c->args, "pod");
     if (pod) {
         char *end;
         long v = strtol(pod, &end, 10);
         if (!*pod || *end || v < 0 || v > 100000) return gx_cli_usage_error(c, "--pod wants a pod index (0, 1, ...), not '%s'", pod);
     }
     snprintf(path, sizeof path, "/api/v1/workloads/%s/%s/logs", gx_cli_pct(ns, ens, sizeof ens), gx_cli_pct(name, ename, sizeof ename));
-    if (gx_cli_opt_has(&c->args, "follow")) add_query(path, sizeof path, "follow", "1");
+    if (gx_opt_has(&c->args, "follow")) add_query(path, sizeof path, "follow", "1");
     add_query(path, sizeof path, "pod", pod);
     /* Ctrl-C ends the stream cleanly (exit 130) instead of killing us mid-write. */
     struct sigaction sa, old;

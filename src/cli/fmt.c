@@ -8,125 +8,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include "cli/fmt.h"
-
-/* Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's algorithm):
- * no timegm(), no TZ environment, the same answer on every machine. */
-static int64_t days_from_civil(int64_t y, int m, int d)
-{
-    y -= m <= 2;
-    int64_t era = (y >= 0 ? y : y - 399) / 400;
-    int64_t yoe = y - era * 400;
-    int64_t doy = (153 * (m > 2 ? m - 3 : m + 9) + 2) / 5 + d - 1;
-    int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    return era * 146097 + doe - 719468;
-}
-
-static int digits(const char **p, int n, int *out)
-{
-    int v = 0;
-    for (int i = 0; i < n; i++) {
-        if (!isdigit((unsigned char)(*p)[i])) return -1;
-        v = v * 10 + ((*p)[i] - '0');
-    }
-    *p += n;
-    *out = v;
-    return 0;
-}
-
-static int expect(const char **p, const char *set)
-{
-    if (!**p || !strchr(set, **p)) return -1;
-    (*p)++;
-    return 0;
-}
-
-static int days_in_month(int y, int m)
-{
-    static const int dm[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
-    int leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
-    return m == 2 ? 28 + leap : dm[m - 1];
-}
-
-int gx_cli_parse_time(const char *s, int64_t *ms)
-{
-    if (!s) return -1;
-    const char *p = s;
-    int Y, M, D, h, m, sec, frac = 0;
-    if (digits(&p, 4, &Y) || expect(&p, "-") || digits(&p, 2, &M) || expect(&p, "-") ||
-        digits(&p, 2, &D) || expect(&p, "Tt ") || digits(&p, 2, &h) || expect(&p, ":") ||
-        digits(&p, 2, &m) || expect(&p, ":") || digits(&p, 2, &sec))
-        return -1;
-    if (M < 1 || M > 12 || D < 1 || D > days_in_month(Y, M) || h > 23 || m > 59 || sec > 60)
-        return -1;
-    if (*p == '.') {
-        p++;
-        if (!isdigit((unsigned char)*p)) return -1;
-        /* Milliseconds from the first three digits; further digits are read and dropped. */
-        int nd = 0;
-        for (; isdigit((unsigned char)*p); p++, nd++)
-            if (nd < 3) frac = frac * 10 + (*p - '0');
-        for (; nd < 3; nd++) frac *= 10;
-    }
-    int off = 0;
-    if (*p == 'Z' || *p == 'z') {
-        p++;
-    } else if (*p == '+' || *p == '-') {
-        int sign = *p++ == '-' ? -1 : 1, oh, om;
-        if (digits(&p, 2, &oh) || expect(&p, ":") || digits(&p, 2, &om) || oh > 23 || om > 59)
-            return -1;
-        off = sign * (oh * 60 + om);
-    } else {
-        return -1;
-    }
-    if (*p) return -1;
-    int64_t secs = days_from_civil(Y, M, D) * 86400 + h * 3600 + m * 60 + sec - (int64_t)off * 60;
-    *ms = secs * 1000 + frac;
-    return 0;
-}
-
-/* The same cut-offs as k8s.io/apimachinery's duration.HumanDuration, which is what
- * kubectl's AGE column shows: people compare our output with theirs. */
-const char *gx_cli_fmt_age(int64_t delta_ms, char *buf, size_t n)
-{
-    int64_t s = delta_ms / 1000;
-    if (s < -1) { snprintf(buf, n, "<invalid>"); return buf; }
-    if (s < 0) s = 0;
-    int64_t mi = s / 60, h = s / 3600, d = h / 24;
-    if (s < 120) snprintf(buf, n, "%" PRId64 "s", s);
-    else if (mi < 10 && s % 60) snprintf(buf, n, "%" PRId64 "m%" PRId64 "s", mi, s % 60);
-    else if (mi < 180) snprintf(buf, n, "%" PRId64 "m", mi);
-    else if (h < 8 && mi % 60) snprintf(buf, n, "%" PRId64 "h%" PRId64 "m", h, mi % 60);
-    else if (h < 48) snprintf(buf, n, "%" PRId64 "h", h);
-    else if (h < 24 * 8 && h % 24) snprintf(buf, n, "%" PRId64 "d%" PRId64 "h", d, h % 24);
-    else if (h < 24 * 365 * 2) snprintf(buf, n, "%" PRId64 "d", d);
-    else if (h < 24 * 365 * 8 && d % 365) snprintf(buf, n, "%" PRId64 "y%" PRId64 "d", d / 365, d % 365);
-    else snprintf(buf, n, "%" PRId64 "y", d / 365);
-    return buf;
-}
-
-const char *gx_cli_fmt_duration(int64_t s, char *buf, size_t n)
-{
-    static const struct { int64_t secs; char unit; } parts[] = {{86400, 'd'}, {3600, 'h'}, {60, 'm'}, {1, 's'}};
-    size_t o = 0;
-    buf[0] = 0;
-    if (s < 0) s = 0;
-    for (int i = 0; i < 4; i++) {
-        int64_t v = s / parts[i].secs;
-        s %= parts[i].secs;
-        if (v && o < n) {
-            int w = snprintf(buf + o, n - o, "%" PRId64 "%c", v, parts[i].unit);
-            if (w > 0) o += (size_t)w;
-        }
-    }
-    if (!o) snprintf(buf, n, "0s");
-    return buf;
-}
+#include "lib/gxtime.h"
 
 const char *gx_cli_fmt_since(const char *t, int64_t now_ms, char *buf, size_t n)
 {
     int64_t ms;
-    if (!t || gx_cli_parse_time(t, &ms)) { snprintf(buf, n, "-"); return buf; }
-    return gx_cli_fmt_age(now_ms - ms, buf, n);
+    if (!t || gx_time_parse(t, &ms)) { snprintf(buf, n, "-"); return buf; }
+    return gx_duration_age(now_ms - ms, buf, n);
 }
 
 static int bad_name(const char *s)

@@ -8,17 +8,6 @@
 #include <stdint.h>
 #include <jansson.h>
 
-/* RFC 3339 ("2026-11-29T18:00:00.123Z", any offset, optional fraction) to milliseconds
- * since the Unix epoch. Returns 0, or -1 when s is not such a time. */
-int gx_cli_parse_time(const char *s, int64_t *ms);
-
-/* kubectl's age format for a duration in milliseconds: "45s", "3m12s", "2h5m", "3d",
- * "2y10d"; "0s" for up to 2 s in the future (clock skew), "<invalid>" beyond. */
-const char *gx_cli_fmt_age(int64_t delta_ms, char *buf, size_t n);
-
-/* An exact duration for limits: "2h", "1h30m", "1d2h", "90s" -> "1m30s"; "0s" for 0. */
-const char *gx_cli_fmt_duration(int64_t seconds, char *buf, size_t n);
-
 /* Age of an RFC 3339 time at now_ms, or "-" when t is NULL or not a time. */
 const char *gx_cli_fmt_since(const char *t, int64_t now_ms, char *buf, size_t n);
 

@@ -11,6 +11,7 @@
 #include <curl/curl.h>
 #include "cli/fmt.h"
 #include "cli/http.h"
+#include "lib/alloc.h"
 
 #define ANSWER_MAX ((size_t)64 << 20)
 
@@ -43,8 +44,8 @@ static int read_token_file(const char *path, char **out, char *err, size_t errn)
     if (nl) *nl = 0;
     trim(buf);
     if (!*buf) { snprintf(err, errn, "token file %s is empty", path); return -1; }
-    *out = strdup(buf);
-    return *out ? 0 : -1;
+    *out = gx_xstrdup(buf);
+    return 0;
 }
 
 static int resolve_server(gx_cli_http *h, const char *server, char *err, size_t errn)
@@ -72,13 +73,13 @@ int gx_cli_http_init(gx_cli_http *h, const char *server, const char *token,
     if (resolve_server(h, server, err, errn)) return -1;
     if (token && token_file) { snprintf(err, errn, "give --token or --token-file, not both"); return -1; }
     if (token) {
-        h->token = strdup(token);
+        h->token = gx_xstrdup(token);
         h->token_src = "--token";
     } else if (token_file) {
         if (read_token_file(token_file, &h->token, err, errn)) return -1;
         h->token_src = "--token-file";
     } else if (getenv("GPUAAS_TOKEN") && *getenv("GPUAAS_TOKEN")) {
-        h->token = strdup(getenv("GPUAAS_TOKEN"));
+        h->token = gx_xstrdup(getenv("GPUAAS_TOKEN"));
         h->token_src = "GPUAAS_TOKEN";
     }
     if (h->token) {

@@ -5,6 +5,7 @@
 #include <string.h>
 #include "cli/fmt.h"
 #include "cli/table.h"
+#include "lib/alloc.h"
 #include "lib/yaml.h"
 
 const char gx_cli_table_blank[] = "";
@@ -22,60 +23,44 @@ static char *cell_dup(const char *s)
 {
     if (s == gx_cli_table_blank) s = "";
     else if (!s || !*s) s = "-";
-    char *d = strdup(s);
-    if (!d) return NULL;
+    char *d = gx_xstrdup(s);
     for (char *p = d; *p; p++)
         if ((unsigned char)*p < 0x20 || *p == 0x7f) *p = ' ';
     return d;
 }
 
-static int put_row(gx_cli_table *t, const char *const *cells)
+static void put_row(gx_cli_table *t, const char *const *cells)
 {
     if (t->nrows + 1 >= t->cap) {
         int ncap = t->cap ? t->cap * 2 : 16;
-        char **nc = realloc(t->cells, (size_t)ncap * (size_t)t->ncols * sizeof *nc);
-        if (!nc) return -1;
-        t->cells = nc;
+        t->cells = gx_xreallocarray(t->cells, (size_t)ncap * (size_t)t->ncols, sizeof *t->cells);
         t->cap = ncap;
     }
     char **row = t->cells + (size_t)(t->nrows + 1) * (size_t)t->ncols;
     for (int c = 0; c < t->ncols; c++) {
         row[c] = cell_dup(cells[c]);
-        if (!row[c]) {
-            while (c--) free(row[c]);
-            return -1;
-        }
         size_t w = gx_cli_width(row[c]);
         if (w > t->width[c]) t->width[c] = w;
     }
-    return 0;
 }
 
 gx_cli_table *gx_cli_table_new(int ncols, const char *const *headers)
 {
-    gx_cli_table *t = calloc(1, sizeof *t);
-    if (!t) return NULL;
+    gx_cli_table *t = gx_xcalloc(1, sizeof *t);
     t->ncols = ncols;
-    t->width = calloc((size_t)ncols, sizeof *t->width);
+    t->width = gx_xcalloc((size_t)ncols, sizeof *t->width);
     t->cap = 16;
-    t->cells = calloc((size_t)t->cap * (size_t)ncols, sizeof *t->cells);
-    if (!t->width || !t->cells) goto fail;
+    t->cells = gx_xcalloc((size_t)t->cap * (size_t)ncols, sizeof *t->cells);
     t->nrows = -1; /* the header goes into row 0 through the same path */
-    if (put_row(t, headers)) goto fail;
+    put_row(t, headers);
     t->nrows = 0;
     return t;
-fail:
-    free(t->width);
-    free(t->cells);
-    free(t);
-    return NULL;
 }
 
-int gx_cli_table_add(gx_cli_table *t, const char *const *cells)
+void gx_cli_table_add(gx_cli_table *t, const char *const *cells)
 {
-    if (put_row(t, cells)) return -1;
+    put_row(t, cells);
     t->nrows++;
-    return 0;
 }
 
 int gx_cli_table_rows(const gx_cli_table *t)

@@ -12,11 +12,11 @@ typedef struct gx_cli_table gx_cli_table;
 /* A cell that prints as nothing (compared by address). */
 extern const char gx_cli_table_blank[];
 
-/* A table with ncols columns named by headers[0..ncols). NULL when out of memory. */
+/* A table with ncols columns named by headers[0..ncols). Never NULL (lib/alloc). */
 gx_cli_table *gx_cli_table_new(int ncols, const char *const *headers);
 /* Append a row of ncols cells (copied; NULL or "" shows as "-",
- * gx_cli_table_blank as nothing, for continuation rows). Returns 0 or -1 (OOM). */
-int gx_cli_table_add(gx_cli_table *t, const char *const *cells);
+ * gx_cli_table_blank as nothing, for continuation rows). */
+void gx_cli_table_add(gx_cli_table *t, const char *const *cells);
 /* Rows added so far (the header not counted). */
 int gx_cli_table_rows(const gx_cli_table *t);
 /* Width of column c after the rows added so far (header included). */

@@ -438,7 +438,5 @@ void gx_engine_sched_admit(gx_engine *e, gx_wl *w, const gx_assign *a, int64_t n
 
 /* engine_view.c */
 char *gx_engine_view_why(const gx_engine *e, const gx_wl *w);
-void gx_engine_view_time(int64_t ms, char *buf, size_t n);
-int gx_engine_view_parse_time(const char *s, int64_t *ms);
 
 #endif

@@ -11,37 +11,11 @@
 #include "core/share_place.h"
 #include "core/engine_int.h"
 #include "core/quantity.h"
+#include "lib/gxtime.h"
 
 static const char *const COND_TYPE[GX_C_N] = {"QuotaReserved", "Admitted", "Evicted", "Preempted", "Requeued",
                                               "Finished", "Deactivated"};
 static const char *const STATE[] = {"Pending", "Admitted", "Finished", "Deactivated"};
-
-/* Days since 1970-01-01 -> civil date (Howard Hinnant's algorithm). */
-static void civil(int64_t z, int *y, unsigned *m, unsigned *d)
-{
-    z += 719468;
-    int64_t era = (z >= 0 ? z : z - 146096) / 146097;
-    unsigned doe = (unsigned)(z - era * 146097);
-    unsigned yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
-    int64_t yy = (int64_t)yoe + era * 400;
-    unsigned doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    unsigned mp = (5 * doy + 2) / 153;
-    *d = doy - (153 * mp + 2) / 5 + 1;
-    *m = mp < 10 ? mp + 3 : mp - 9;
-    *y = (int)(yy + (*m <= 2));
-}
-
-void gx_engine_view_time(int64_t ms, char *buf, size_t n)
-{
-    int64_t s = ms >= 0 ? ms / 1000 : (ms - 999) / 1000;
-    int64_t days = s >= 0 ? s / 86400 : (s - 86399) / 86400;
-    int64_t rem = s - days * 86400;
-    int y;
-    unsigned mo, d;
-    civil(days, &y, &mo, &d);
-    snprintf(buf, n, "%04d-%02u-%02uT%02d:%02d:%02d.%03dZ", y, mo, d, (int)(rem / 3600), (int)(rem / 60 % 60),
-             (int)(rem % 60), (int)(ms - s * 1000));
-}
 
 static const char *q(int64_t v, char *b) { return gx_quantity_format(v, b, 48); }
 
@@ -181,14 +155,14 @@ static json_t *wl_json(const gx_engine *e, const gx_wl *w, int pcq, int plq)
     json_object_set_new(o, "priority", json_integer(w->priority));
     json_object_set_new(o, "state", json_string(STATE[w->state]));
     if (w->state == GX_WL_FINISHED) json_object_set_new(o, "succeeded", json_boolean(w->succeeded));
-    gx_engine_view_time(w->created, t, sizeof t);
+    gx_time_fmt(w->created, t, sizeof t);
     json_object_set_new(o, "createdAt", json_string(t));
     /* An ended workload keeps its last admission time: "when did it start?" still matters. */
     int was_admitted = w->state == GX_WL_ADMITTED ||
                        ((w->state == GX_WL_FINISHED || w->state == GX_WL_DEACTIVATED) && w->cond[GX_C_ADMITTED].set);
-    if (was_admitted) { gx_engine_view_time(w->admitted_at, t, sizeof t); json_object_set_new(o, "admittedAt", json_string(t)); }
+    if (was_admitted) { gx_time_fmt(w->admitted_at, t, sizeof t); json_object_set_new(o, "admittedAt", json_string(t)); }
     if (w->state == GX_WL_FINISHED || w->state == GX_WL_DEACTIVATED) {
-        gx_engine_view_time(w->finished_at, t, sizeof t);
+        gx_time_fmt(w->finished_at, t, sizeof t);
         json_object_set_new(o, "finishedAt", json_string(t));
     }
     if (w->s.max_exec_s > 0) json_object_set_new(o, "maxExecutionTimeSeconds", json_integer(w->s.max_exec_s));
@@ -218,7 +192,7 @@ static json_t *wl_json(const gx_engine *e, const gx_wl *w, int pcq, int plq)
         } else if (!msg && c == GX_C_ADMITTED && k->status) {
             msg = (char *)"The workload is admitted";
         }
-        gx_engine_view_time(k->t, t, sizeof t);
+        gx_time_fmt(k->t, t, sizeof t);
         json_array_append_new(conds, json_pack("{s:s, s:s, s:s, s:s, s:s}", "type", COND_TYPE[c], "status", k->status ? "True" : "False",
                                                "reason", reason ? reason : "", "message", msg ? msg : "", "lastTransitionTime", t));
         if (own) free(msg);
@@ -419,27 +393,4 @@ json_t *gx_engine_admission(const gx_engine *e, const char *key)
     json_t *counts = json_array();
     for (int ps = 0; ps < w->s.nps; ps++) json_array_append_new(counts, json_integer(w->adm[ps].count));
     return json_pack("{s:s, s:o, s:o}", "clusterQueue", w->cq >= 0 ? e->cqs[w->cq].name : "", "flavors", fl, "counts", counts);
-}
-
-/* Parse "YYYY-MM-DDTHH:MM:SS[.mmm]Z" (what gx_engine_view_time writes). */
-int gx_engine_view_parse_time(const char *s, int64_t *ms)
-{
-    int y, mo, d, h, mi, se, n = 0;
-    if (!s || sscanf(s, "%d-%d-%dT%d:%d:%d%n", &y, &mo, &d, &h, &mi, &se, &n) != 6) return -1;
-    int frac = 0;
-    const char *p = s + n;
-    if (*p == '.') {
-        int k = 0;
-        for (p++; *p >= '0' && *p <= '9'; p++, k++) if (k < 3) frac = frac * 10 + (*p - '0');
-        for (; k < 3; k++) frac *= 10;
-    }
-    /* days from civil (Hinnant) */
-    int yy = y - (mo <= 2);
-    int64_t era = (yy >= 0 ? yy : yy - 399) / 400;
-    unsigned yoe = (unsigned)(yy - era * 400);
-    unsigned doy = (unsigned)((153 * (mo + (mo > 2 ? -3 : 9)) + 2) / 5 + d - 1);
-    unsigned doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    int64_t days = era * 146097 + (int64_t)doe - 719468;
-    *ms = ((days * 86400) + h * 3600 + mi * 60 + se) * 1000 + frac;
-    return 0;
 }

@@ -10,6 +10,7 @@
 #include "core/engine_int.h"
 #include "core/quantity.h"
 #include "core/share_place.h"
+#include "lib/gxtime.h"
 
 #define L_QUEUE "kueue.x-k8s.io/queue-name"
 #define L_PRIO "kueue.x-k8s.io/priority-class"
@@ -623,7 +624,7 @@ static void restore_conditions(gx_engine *e, gx_wl *w, const json_t *status)
         if (k < 0) continue;
         const char *st = jstr(c, "status");
         int64_t t = 0;
-        gx_engine_view_parse_time(jstr(c, "lastTransitionTime"), &t);
+        gx_time_parse(jstr(c, "lastTransitionTime"), &t);
         const char *r = NULL;
         if (reason && *reason) {
             int id = gx_engine_util_intern(&e->reasons, reason); /* may grow the table: index after */
@@ -639,7 +640,7 @@ int gx_engine_restore(gx_engine *e, const json_t *job, const json_t *status, gx_
     gx_wl_spec *s;
     if (gx_engine_prepare(e, job, &s, err) < 0) return -1;
     int64_t created = 0, t;
-    if (gx_engine_view_parse_time(jstr(status, "createdAt"), &t) == 0) created = t;
+    if (gx_time_parse(jstr(status, "createdAt"), &t) == 0) created = t;
     const json_t *acc = json_object_get(status, "accumulatedPastExecutionTimeSeconds");
     if (json_is_integer(acc)) s->acc_ms = json_integer_value(acc) * 1000;
     if (gx_engine_submit_spec(e, s, created, err) < 0) return -1;
@@ -675,7 +676,7 @@ int gx_engine_restore(gx_engine *e, const json_t *job, const json_t *status, gx_
         if (w->cq < 0) return gx_errf(err, 409, "status.admission", "ClusterQueue of admitted workload %s is gone", key);
         if (e->fr.n > e->n_fr_tree) e->dirty = 1, gx_engine_quota_ensure(e);
         int64_t adm = created;
-        if (gx_engine_view_parse_time(jstr(status, "admittedAt"), &t) == 0) adm = t;
+        if (gx_time_parse(jstr(status, "admittedAt"), &t) == 0) adm = t;
         gx_engine_sched_admit(e, w, &a, adm, 0);
         gx_engine_place_restore(e, w, json_object_get(status, "placement"));
         restore_conditions(e, w, status);
@@ -685,7 +686,7 @@ int gx_engine_restore(gx_engine *e, const json_t *job, const json_t *status, gx_
     const json_t *sc = json_object_get(status, "succeeded");
     w->succeeded = json_is_true(sc);
     w->finished_at = created;
-    if (gx_engine_view_parse_time(jstr(status, "finishedAt"), &t) == 0) w->finished_at = t;
+    if (gx_time_parse(jstr(status, "finishedAt"), &t) == 0) w->finished_at = t;
     if (w->state == GX_WL_FINISHED)
         gx_engine_wl_set_cond(w, GX_C_FINISHED, 1, w->succeeded ? "Succeeded" : "Failed", NULL, w->finished_at);
     else

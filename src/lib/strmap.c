@@ -2,6 +2,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include "lib/alloc.h"
 #include "lib/strmap.h"
 
 #define TOMB ((char *)1)
@@ -41,9 +42,8 @@ static void grow(gx_strmap *m)
     gx_strmap old = *m;
     m->cap = old.cap ? old.cap * 2 : 64;
     while (m->cap < 4 * (old.n + 1)) m->cap *= 2;
-    m->keys = calloc(m->cap, sizeof *m->keys);
-    m->vals = calloc(m->cap, sizeof *m->vals);
-    if (!m->keys || !m->vals) abort();
+    m->keys = gx_xcalloc(m->cap, sizeof *m->keys);
+    m->vals = gx_xcalloc(m->cap, sizeof *m->vals);
     m->n = m->tomb = 0;
     for (size_t i = 0; i < old.cap; i++)
         if (old.keys[i] && old.keys[i] != TOMB) {
@@ -72,8 +72,7 @@ void gx_strmap_put(gx_strmap *m, const char *key, void *val)
     size_t s = slot(m, key, &f);
     if (f) { m->vals[s] = val; return; }
     if (m->keys[s] == TOMB) m->tomb--;
-    m->keys[s] = strdup(key);
-    if (!m->keys[s]) abort();
+    m->keys[s] = gx_xstrdup(key);
     m->vals[s] = val;
     m->n++;
 }

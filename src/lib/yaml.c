@@ -1,14 +1,19 @@
 /* yaml: YAML <-> JSON bridge over libyaml's event parser.
  * Owns: turning YAML documents into json_t (with a path -> line map for error
- * messages) and writing json_t back as block YAML.
+ * messages) and writing json_t back as block YAML through libyaml's emitter, quoting
+ * every string that a YAML 1.2 or 1.1 reader would take for another type.
  * Must not: accept anchors, aliases, tags or duplicate keys (Kubernetes manifests
  * need none of them, and aliases are the classic "billion laughs" bomb). */
 #include <ctype.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <yaml.h>
+#include "lib/alloc.h"
+#include "lib/sbuf.h"
 #include "lib/yaml.h"
 
 #define YAML_MAX_DEPTH 64
@@ -23,16 +28,12 @@ struct gx_linemap {
 static void linemap_add(gx_linemap *m, const char *path, int line)
 {
     if (m->n == m->cap) {
-        size_t cap = m->cap ? m->cap * 2 : 32;
-        char **p = realloc(m->paths, cap * sizeof *p);
-        int *l = realloc(m->lines, cap * sizeof *l);
-        if (!p || !l) { free(p ? p : NULL); abort(); }
-        m->paths = p;
-        m->lines = l;
+        size_t cap = m->cap;
+        m->paths = gx_xgrow(m->paths, &cap, m->n + 1, sizeof *m->paths);
+        m->lines = gx_xreallocarray(m->lines, cap, sizeof *m->lines);
         m->cap = cap;
     }
-    m->paths[m->n] = strdup(path);
-    if (!m->paths[m->n]) abort();
+    m->paths[m->n] = gx_xstrdup(path);
     m->lines[m->n] = line;
     m->n++;
 }
@@ -242,16 +243,14 @@ static json_t *parse_node(pstate *st, yaml_event_t *ev, const char *path, int de
 
 static void docs_push(gx_yaml_docs *out, json_t *doc, gx_linemap *map, int line)
 {
-    json_t **d = realloc(out->docs, (out->n + 1) * sizeof *d);
-    gx_linemap **l = realloc(out->lines, (out->n + 1) * sizeof *l);
-    int *f = realloc(out->first_line, (out->n + 1) * sizeof *f);
-    if (!d || !l || !f) abort();
-    out->docs = d;
-    out->lines = l;
-    out->first_line = f;
-    d[out->n] = doc;
-    l[out->n] = map;
-    f[out->n] = line;
+    /* One element at a time: the three arrays stay the same length (gx_yaml_docs has
+     * no capacity field); documents are few next to the work of parsing each. */
+    out->docs = gx_xreallocarray(out->docs, out->n + 1, sizeof *out->docs);
+    out->lines = gx_xreallocarray(out->lines, out->n + 1, sizeof *out->lines);
+    out->first_line = gx_xreallocarray(out->first_line, out->n + 1, sizeof *out->first_line);
+    out->docs[out->n] = doc;
+    out->lines[out->n] = map;
+    out->first_line[out->n] = line;
     out->n++;
 }
 
@@ -274,8 +273,7 @@ int gx_yaml_parse(const char *buf, size_t len, gx_yaml_docs *out, gx_err *err)
         if (next_event(&st, &root)) goto out;
         int line = (int)root.start_mark.line + 1;
         if (root.type == YAML_DOCUMENT_END_EVENT) { yaml_event_delete(&root); continue; }
-        st.map = calloc(1, sizeof *st.map);
-        if (!st.map) abort();
+        st.map = gx_xcalloc(1, sizeof *st.map);
         json_t *doc = parse_node(&st, &root, "", 0);
         yaml_event_delete(&root);
         if (!doc) { err->doc = (int)out->n; linemap_free(st.map); goto out; }
@@ -344,29 +342,54 @@ int gx_manifest_parse(const char *buf, size_t len, gx_yaml_docs *out, gx_err *er
 
 /* ---- emitter ------------------------------------------------------------------- */
 
-typedef struct sbuf { char *p; size_t n, cap; } sbuf;
-
-static void sb_put(sbuf *b, const char *s, size_t n)
+/* Would a reader take the plain scalar s for something other than this string? Our
+ * parser follows YAML 1.2's core schema (plain_scalar above); kubectl and PyYAML read
+ * YAML 1.1, which also has booleans yes/no/on/off/y/n, octal 017, 0x/0b/0o, 1_000,
+ * sexagesimal 1:20 (so "00000000:17:00.0", a PCI bus id, is a number), .inf/.nan and
+ * timestamps. Any of these is quoted: it may quote a string no reader would misread
+ * ("0089"), never the other way round. */
+static int looks_typed(const char *s)
 {
-    if (b->n + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 256;
-        while (cap < b->n + n + 1) cap *= 2;
-        char *p = realloc(b->p, cap);
-        if (!p) abort();
-        b->p = p;
-        b->cap = cap;
+    static const char *const words[] = {"y", "n", "yes", "no", "on", "off", "true", "false", "null", "~", "<<", "="};
+    for (size_t i = 0; i < sizeof words / sizeof words[0]; i++)
+        if (!strcasecmp(s, words[i])) return 1;
+    const char *t = s + (*s == '+' || *s == '-');
+    if (!strcasecmp(t, ".inf") || !strcasecmp(s, ".nan")) return 1;
+    if (t[0] == '0' && t[1] && strchr("xXoObB", t[1]) && t[2]) {
+        const char *set = strchr("xX", t[1]) ? "0123456789abcdefABCDEF_" : strchr("oO", t[1]) ? "01234567_" : "01_";
+        if (strspn(t + 2, set) == strlen(t + 2)) return 1;
     }
-    memcpy(b->p + b->n, s, n);
-    b->n += n;
-    b->p[b->n] = 0;
+    if (isdigit((unsigned char)*t) && strchr(t, ':') && strspn(t, "0123456789_:.") == strlen(t))
+        return 1; /* sexagesimal, loosely */
+    int digits = 0, dot = 0;
+    const char *c = t;
+    for (; *c; c++) {
+        if (isdigit((unsigned char)*c)) digits++;
+        else if (*c == '.' && !dot) dot = 1;
+        else if (*c != '_') break;
+    }
+    if (digits && !*c) return 1;
+    if (digits && (*c == 'e' || *c == 'E')) {
+        c += 1 + (c[1] == '+' || c[1] == '-');
+        if (*c && strspn(c, "0123456789") == strlen(c)) return 1;
+    }
+    /* A YAML 1.1 timestamp starts "YYYY-M-D" and ends there or goes on with a time. */
+    if (strspn(s, "0123456789") == 4 && s[4] == '-') {
+        size_t m = strspn(s + 5, "0123456789");
+        if (m >= 1 && m <= 2 && s[5 + m] == '-') {
+            size_t d = strspn(s + 6 + m, "0123456789");
+            char after = s[6 + m + d];
+            if (d >= 1 && d <= 2 && (!after || after == 'T' || after == 't' || after == ' ' || after == '\t')) return 1;
+        }
+    }
+    return 0;
 }
-static void sb_str(sbuf *b, const char *s) { sb_put(b, s, strlen(s)); }
-static void sb_indent(sbuf *b, int n) { for (int i = 0; i < n; i++) sb_put(b, " ", 1); }
 
-/* A string can be written plain when reading it back gives the same string. */
+/* A string can be written plain when every reader gives the same string back and YAML's
+ * syntax does not get in the way; otherwise it is double-quoted (JSON-like escapes). */
 static int plain_ok(const char *s)
 {
-    if (!*s) return 0;
+    if (!*s || looks_typed(s)) return 0;
     json_t *back = plain_scalar(s);
     int is_str = json_is_string(back);
     json_decref(back);
@@ -376,10 +399,6 @@ static int plain_ok(const char *s)
     }
     size_t n = strlen(s);
     if (s[n - 1] == ' ' || s[n - 1] == ':') return 0;
-    if (!strcmp(s, "yes") || !strcmp(s, "no") || !strcmp(s, "on") || !strcmp(s, "off") ||
-        !strcmp(s, "y") || !strcmp(s, "n") || !strcmp(s, "Yes") || !strcmp(s, "No") ||
-        !strcmp(s, "On") || !strcmp(s, "Off"))
-        return 0; /* YAML 1.1 readers (kubectl) take these as booleans */
     for (const unsigned char *c = (const unsigned char *)s; *c; c++) {
         if (*c < 0x20 || *c == 0x7f) return 0;
         if (*c == ':' && c[1] == ' ') return 0;
@@ -388,91 +407,85 @@ static int plain_ok(const char *s)
     return 1;
 }
 
-static void emit_string(sbuf *b, const char *s)
+static int emit_text(yaml_emitter_t *em, const char *s, size_t n, yaml_scalar_style_t style)
 {
-    if (plain_ok(s)) { sb_str(b, s); return; }
-    json_t *tmp = json_string(s);
-    char *q = json_dumps(tmp, JSON_ENCODE_ANY);
-    sb_str(b, q);
-    free(q);
-    json_decref(tmp);
+    yaml_event_t ev;
+    /* Both implicit flags: no tag is written, plain or quoted. */
+    if (!yaml_scalar_event_initialize(&ev, NULL, NULL, (yaml_char_t *)s, (int)n, 1, 1, style)) return -1;
+    return yaml_emitter_emit(em, &ev) ? 0 : -1;
 }
 
-static void emit_scalar(sbuf *b, const json_t *v)
+/* A string of n bytes (a NUL among them is written as "\0"). */
+static int emit_str(yaml_emitter_t *em, const char *s, size_t n)
 {
-    if (json_is_string(v)) { emit_string(b, json_string_value(v)); return; }
+    if (n > INT_MAX) return -1;   /* libyaml counts in int */
+    int plain = !memchr(s, 0, n) && plain_ok(s);
+    return emit_text(em, s, n, plain ? YAML_PLAIN_SCALAR_STYLE : YAML_DOUBLE_QUOTED_SCALAR_STYLE);
+}
+
+static int emit_scalar(yaml_emitter_t *em, const json_t *v)
+{
+    if (json_is_string(v)) return emit_str(em, json_string_value(v), json_string_length(v));
     char *s = json_dumps(v, JSON_ENCODE_ANY | JSON_REAL_PRECISION(17));
-    sb_str(b, s);
+    if (!s) return -1;
+    int rc = emit_text(em, s, strlen(s), YAML_PLAIN_SCALAR_STYLE);
     free(s);
+    return rc;
 }
 
-static int is_empty_container(const json_t *v)
+/* Objects and arrays in block style; empty ones as {} and [] (block style has no way
+ * to write an empty collection). Keys in the object's own order, as JSON prints them. */
+static int emit_node(yaml_emitter_t *em, const json_t *v, int depth)
 {
-    return (json_is_object(v) && json_object_size(v) == 0) || (json_is_array(v) && json_array_size(v) == 0);
-}
-
-static void emit_node(sbuf *b, const json_t *v, int indent);
-
-/* Write the items of an object at `indent`; the first line's indent is already written
- * when first_inline is set (an object inside "- "). */
-static void emit_object(sbuf *b, const json_t *v, int indent, int first_inline)
-{
-    const char *k;
-    json_t *x;
-    int first = 1;
-    json_object_foreach((json_t *)v, k, x) {
-        if (!(first && first_inline)) sb_indent(b, indent);
-        first = 0;
-        emit_string(b, k);
-        sb_str(b, ":");
-        if (json_is_object(x) && !is_empty_container(x)) {
-            sb_str(b, "\n");
-            emit_object(b, x, indent + 2, 0);
-        } else if (json_is_array(x) && !is_empty_container(x)) {
-            sb_str(b, "\n");
-            emit_node(b, x, indent);
-        } else {
-            sb_str(b, " ");
-            if (json_is_object(x)) sb_str(b, "{}");
-            else if (json_is_array(x)) sb_str(b, "[]");
-            else emit_scalar(b, x);
-            sb_str(b, "\n");
-        }
-    }
-}
-
-static void emit_node(sbuf *b, const json_t *v, int indent)
-{
+    yaml_event_t ev;
+    if (depth > YAML_MAX_DEPTH) return -1;
     if (json_is_object(v)) {
-        if (!json_object_size(v)) { sb_indent(b, indent); sb_str(b, "{}\n"); return; }
-        emit_object(b, v, indent, 0);
+        int flow = !json_object_size(v);
+        if (!yaml_mapping_start_event_initialize(&ev, NULL, NULL, 1, flow ? YAML_FLOW_MAPPING_STYLE : YAML_BLOCK_MAPPING_STYLE) ||
+            !yaml_emitter_emit(em, &ev))
+            return -1;
+        const char *k;
+        json_t *x;
+        json_object_foreach((json_t *)v, k, x)
+            if (emit_str(em, k, strlen(k)) || emit_node(em, x, depth + 1)) return -1;
+        if (!yaml_mapping_end_event_initialize(&ev)) return -1;
     } else if (json_is_array(v)) {
-        if (!json_array_size(v)) { sb_indent(b, indent); sb_str(b, "[]\n"); return; }
+        int flow = !json_array_size(v);
+        if (!yaml_sequence_start_event_initialize(&ev, NULL, NULL, 1, flow ? YAML_FLOW_SEQUENCE_STYLE : YAML_BLOCK_SEQUENCE_STYLE) ||
+            !yaml_emitter_emit(em, &ev))
+            return -1;
         size_t i;
         json_t *x;
-        json_array_foreach((json_t *)v, i, x) {
-            sb_indent(b, indent);
-            sb_str(b, "- ");
-            if (json_is_object(x) && json_object_size(x)) emit_object(b, x, indent + 2, 1);
-            else if (json_is_array(x) && json_array_size(x)) { sb_str(b, "\n"); emit_node(b, x, indent + 2); }
-            else {
-                if (json_is_object(x)) sb_str(b, "{}");
-                else if (json_is_array(x)) sb_str(b, "[]");
-                else emit_scalar(b, x);
-                sb_str(b, "\n");
-            }
-        }
+        json_array_foreach((json_t *)v, i, x) if (emit_node(em, x, depth + 1)) return -1;
+        if (!yaml_sequence_end_event_initialize(&ev)) return -1;
     } else {
-        sb_indent(b, indent);
-        emit_scalar(b, v);
-        sb_str(b, "\n");
+        return emit_scalar(em, v);
     }
+    return yaml_emitter_emit(em, &ev) ? 0 : -1;
+}
+
+static int to_sbuf(void *data, unsigned char *buf, size_t size)
+{
+    gx_sbuf_put(data, buf, size);
+    return 1;
 }
 
 char *gx_yaml_emit(const json_t *v)
 {
-    sbuf b = {0};
-    sb_put(&b, "", 0);
-    emit_node(&b, v, 0);
-    return b.p;
+    yaml_emitter_t em;
+    yaml_event_t ev;
+    gx_sbuf b = {0};
+    if (!yaml_emitter_initialize(&em)) return NULL;
+    yaml_emitter_set_output(&em, to_sbuf, &b);
+    yaml_emitter_set_indent(&em, 2);
+    yaml_emitter_set_width(&em, -1);     /* never fold a long line */
+    yaml_emitter_set_unicode(&em, 1);    /* UTF-8 as is, not \u escapes */
+    int ok = yaml_stream_start_event_initialize(&ev, YAML_UTF8_ENCODING) && yaml_emitter_emit(&em, &ev) &&
+             yaml_document_start_event_initialize(&ev, NULL, NULL, NULL, 1) && yaml_emitter_emit(&em, &ev) &&
+             !emit_node(&em, v, 0) &&
+             yaml_document_end_event_initialize(&ev, 1) && yaml_emitter_emit(&em, &ev) &&
+             yaml_stream_end_event_initialize(&ev) && yaml_emitter_emit(&em, &ev);
+    yaml_emitter_delete(&em);
+    if (!ok) { gx_sbuf_free(&b); return NULL; }
+    return gx_sbuf_take(&b);
 }

@@ -25,6 +25,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include "lib/gxtime.h"
 #include "ops/ops.h"
 #include "maas/maas_int.h"
 
@@ -305,13 +306,13 @@ int gx_maas_keys_revoke_user(gx_maas_keys *k, const char *user, int64_t now)
 json_t *gx_maas_key_view(const gx_maas_key *key, int64_t now)
 {
     char c[40], e[40], r[40];
-    gx_fmt_time(key->created_ms, c, sizeof c);
-    gx_fmt_time(key->expires_ms, e, sizeof e);
+    gx_time_fmt(key->created_ms, c, sizeof c);
+    gx_time_fmt(key->expires_ms, e, sizeof e);
     const char *state = key->revoked_ms ? "Revoked" : now >= key->expires_ms ? "Expired" : "Active";
     json_t *v = json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s}", "id", key->id, "name", key->name, "user", key->user,
                           "namespace", key->ns, "tier", key->tier, "createdAt", c, "expiresAt", e, "state", state);
     if (key->revoked_ms) {
-        gx_fmt_time(key->revoked_ms, r, sizeof r);
+        gx_time_fmt(key->revoked_ms, r, sizeof r);
         json_object_set_new(v, "revokedAt", json_string(r));
     }
     return v;

@@ -18,23 +18,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include "maas/maas_int.h"
+#include "lib/gxtime.h"
 #include "lib/sbuf.h"
-
-int64_t gx_maas_duration(const char *s)
-{
-    if (!s || !*s) return -1;
-    char *end;
-    long long v = strtoll(s, &end, 10);
-    if (end == s || v <= 0 || v > 100000000) return -1;
-    int64_t mult;
-    if (!strcmp(end, "ms")) mult = 1;
-    else if (!strcmp(end, "s")) mult = 1000;
-    else if (!strcmp(end, "m")) mult = 60000;
-    else if (!strcmp(end, "h")) mult = 3600000;
-    else if (!strcmp(end, "d")) mult = 86400000;
-    else return -1;
-    return (int64_t)v * mult;
-}
 
 /* Appends v and unit at p, within end; returns the new end (stays put when full). */
 static char *put_part(char *p, char *end, int64_t v, const char *unit)
@@ -111,7 +96,7 @@ static int parse_limits(const json_t *lim, gx_maas_limits *l, const char *where,
             json_t *x;
             json_array_foreach(v, i, x) {
                 json_t *li = json_object_get(x, "limit");
-                int64_t len = gx_maas_duration(json_string_value(json_object_get(x, "window")));
+                int64_t len = gx_duration_parse(json_string_value(json_object_get(x, "window")));
                 snprintf(field, sizeof field, "%s.%s[%zu]", where, k, i);
                 if (!json_is_integer(li) || len <= 0)
                     return gx_errf(err, 422, field, "needs limit (integer) and window (30s, 1m, 1h, 1d)");
@@ -137,7 +122,7 @@ int gx_maas_tier_parse(const json_t *doc, gx_maas_tier *t, gx_err *err)
     int64_t life = 90LL * 86400000;
     const json_t *ml = json_object_get(spec, "maxKeyLifetime");
     if (!ml) ml = json_object_get(json_object_get(spec, "limits"), "maxKeyLifetime");
-    if (ml && (life = gx_maas_duration(json_string_value(ml))) <= 0)
+    if (ml && (life = gx_duration_parse(json_string_value(ml))) <= 0)
         return gx_errf(err, 422, "spec.maxKeyLifetime", "must be a duration such as 30d, 12h");
     int64_t mt = 4096;
     const json_t *x = json_object_get(spec, "maxTokensPerRequest");

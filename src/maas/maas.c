@@ -10,6 +10,7 @@
 #include <sys/resource.h>
 #include <time.h>
 #include <curl/curl.h>
+#include "lib/gxtime.h"
 #include "lib/alloc.h"
 #include "maas/maas_int.h"
 #include "lib/sbuf.h"
@@ -396,7 +397,7 @@ static void create_key(gx_maas *m, const gx_user *u, gx_req *req, gx_resp *resp)
     gx_maas_tier *t = gx_maas_tier_get(m, tier);
     if (!t) { gx_resp_errorf(resp, 422, "unknown tier %.64s", tier); goto out; }
     if (!allowed_tier(t, u, ns)) { gx_resp_errorf(resp, 403, "tier %s is not open to user %s in namespace %s", tier, u->name, ns); goto out; }
-    int64_t life = exp ? gx_maas_duration(exp) : t->max_key_life_ms;
+    int64_t life = exp ? gx_duration_parse(exp) : t->max_key_life_ms;
     if (life <= 0) { gx_resp_errorf(resp, 422, "expires must be a duration such as 30d, 12h, 90m"); goto out; }
     if (life > t->max_key_life_ms) {
         gx_resp_errorf(resp, 422, "expires %s is longer than tier %s allows (%lld days at most)", exp, tier,
@@ -508,7 +509,7 @@ static void usage_api(gx_maas *m, const gx_user *u, gx_req *req, gx_resp *resp)
     const char *who = gx_req_query(req, "user");
     int64_t now = gx_maas_now(m), from = now - 86400000;
     if (since) {
-        int64_t d = gx_maas_duration(since);
+        int64_t d = gx_duration_parse(since);
         if (d > 0) from = now - d;
         else if (strspn(since, "0123456789") == strlen(since) && *since) from = strtoll(since, NULL, 10);
         else { gx_resp_errorf(resp, 400, "since must be a duration (24h, 7d) or epoch milliseconds"); return; }
@@ -523,7 +524,7 @@ static void usage_api(gx_maas *m, const gx_user *u, gx_req *req, gx_resp *resp)
     json_t *items = gx_maas_usage_query(m->usage, g ? g : "key", from, who, &e);
     if (!items) { gx_resp_error(resp, &e); return; }
     char s[40];
-    gx_fmt_time(from, s, sizeof s);
+    gx_time_fmt(from, s, sizeof s);
     gx_resp_json(resp, 200, json_pack("{s:s,s:s,s:o}", "groupBy", g ? g : "key", "since", s, "items", items));
 }
 

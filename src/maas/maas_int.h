@@ -96,8 +96,6 @@ typedef struct gx_maas_tier {
 
 /* Parse a Tier manifest into t (name and counters untouched). */
 int gx_maas_tier_parse(const json_t *doc, gx_maas_tier *t, gx_err *err);
-/* "30s", "5m", "2h", "7d" -> ms; -1 when not a duration. */
-int64_t gx_maas_duration(const char *s);
 /* Admit a request costing cost tokens against the key's and the tier's budgets, all or
  * nothing (no user budget). On success the request, the reservation and the concurrency
  * slot are taken. */

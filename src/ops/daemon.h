@@ -12,6 +12,7 @@
 #include "net/http.h"
 #include "net/loop.h"
 #include "core/engine.h"
+#include "lib/gxtime.h"
 #include "lib/strmap.h"
 #include "lib/wlkey.h"
 #include "run/podbox.h"

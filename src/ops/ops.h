@@ -65,7 +65,4 @@ int gx_d_gpus(gx_daemon *d, const char *method, const char *const *segs, int n, 
 /* Delete a user: their tokens, the gateway keys and the portal sessions go with them. */
 int gx_d_delete_user(gx_daemon *d, const char *name, gx_err *err);
 
-/* RFC 3339 UTC with milliseconds (ops/workloads.c). */
-void gx_fmt_time(int64_t ms, char *out, size_t n);
-
 #endif

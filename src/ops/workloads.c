@@ -35,16 +35,6 @@ static void on_pod_fd(gx_loop *l, int fd, uint32_t ev, void *ud);
 static void pod_exited(gx_daemon *d, gx_wl *w, gx_pod *p);
 static void stop_pods(gx_daemon *d, gx_wl *w);
 
-void gx_fmt_time(int64_t ms, char *out, size_t n)
-{
-    time_t s = (time_t)(ms / 1000);
-    struct tm tm;
-    gmtime_r(&s, &tm);
-    char b[32];
-    strftime(b, sizeof b, "%Y-%m-%dT%H:%M:%S", &tm);
-    snprintf(out, n, "%s.%03dZ", b, (int)(ms % 1000));
-}
-
 static void wl_dir(const char *base, const gx_wl *w, char *out, size_t n)
 {
     snprintf(out, n, "%s/%s/%s", base, w->ns, w->name);
@@ -860,8 +850,8 @@ static void add_phase(gx_daemon *d, json_t *v)
         const gx_pod *p = &w->pods[k];
         if (p->gen != w->gen && !p->alive) continue;
         char t1[40], t2[40];
-        gx_fmt_time(p->started_ms, t1, sizeof t1);
-        gx_fmt_time(p->finished_ms, t2, sizeof t2);
+        gx_time_fmt(p->started_ms, t1, sizeof t1);
+        gx_time_fmt(p->finished_ms, t2, sizeof t2);
         json_t *po = json_pack("{s:i,s:i,s:i,s:s,s:s,s:s}", "index", p->index, "slot", p->slot, "pid", (int)p->proc.pid,
                                "state", p->alive ? "Running" : (p->exit_code == 0 ? "Succeeded" : "Failed"),
                                "startedAt", t1, "devices", p->devices);

@@ -5,46 +5,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "lib/alloc.h"
 #include "portal/html.h"
 
-void gx_portal_buf_init(gx_portal_buf *b) { memset(b, 0, sizeof *b); }
-
-void gx_portal_buf_free(gx_portal_buf *b)
-{
-    free(b->p);
-    gx_portal_buf_init(b);
-}
-
-char *gx_portal_buf_take(gx_portal_buf *b)
-{
-    char *p = b->p ? b->p : calloc(1, 1);
-    if (!p) abort();
-    gx_portal_buf_init(b);
-    return p;
-}
-
-static void grow(gx_portal_buf *b, size_t add)
-{
-    if (b->n + add + 1 <= b->cap) return;
-    size_t cap = b->cap ? b->cap : 4096;
-    while (cap < b->n + add + 1) cap *= 2;
-    char *p = realloc(b->p, cap);
-    if (!p) abort();
-    b->p = p;
-    b->cap = cap;
-}
-
-void gx_portal_putn(gx_portal_buf *b, const char *s, size_t n)
-{
-    grow(b, n);
-    memcpy(b->p + b->n, s, n);
-    b->n += n;
-    b->p[b->n] = 0;
-}
-
-void gx_portal_put(gx_portal_buf *b, const char *s) { if (s) gx_portal_putn(b, s, strlen(s)); }
-
-void gx_portal_esc(gx_portal_buf *b, const char *s)
+void gx_portal_esc(gx_sbuf *b, const char *s)
 {
     if (!s) return;
     const char *run = s;
@@ -60,24 +24,24 @@ void gx_portal_esc(gx_portal_buf *b, const char *s)
         case '=': rep = "&#61;"; break;
         default: continue;
         }
-        gx_portal_putn(b, run, (size_t)(s - run));
-        gx_portal_put(b, rep);
+        gx_sbuf_put(b, run, (size_t)(s - run));
+        gx_sbuf_puts(b, rep);
         run = s + 1;
     }
-    gx_portal_putn(b, run, (size_t)(s - run));
+    gx_sbuf_put(b, run, (size_t)(s - run));
 }
 
-void gx_portal_urlenc(gx_portal_buf *b, const char *s)
+void gx_portal_urlenc(gx_sbuf *b, const char *s)
 {
     static const char hex[] = "0123456789ABCDEF";
     for (; s && *s; s++) {
         unsigned char c = (unsigned char)*s;
         if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '_' ||
             c == '.' || c == '~') {
-            gx_portal_putn(b, (const char *)&c, 1);
+            gx_sbuf_put(b, (const char *)&c, 1);
         } else {
             char e[3] = {'%', hex[c >> 4], hex[c & 15]};
-            gx_portal_putn(b, e, 3);
+            gx_sbuf_put(b, e, 3);
         }
     }
 }
@@ -91,14 +55,14 @@ static size_t spec_len(const char *fmt)
     return fmt[i] ? i + 1 : i;
 }
 
-void gx_portal_putf(gx_portal_buf *b, const char *fmt, ...)
+void gx_portal_putf(gx_sbuf *b, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
     const char *run = fmt;
     while (*fmt) {
         if (*fmt != '%') { fmt++; continue; }
-        gx_portal_putn(b, run, (size_t)(fmt - run));
+        gx_sbuf_put(b, run, (size_t)(fmt - run));
         size_t n = spec_len(fmt);
         char spec[32], conv = fmt[n - 1], tmp[128];
         if (n >= sizeof spec) abort();
@@ -106,13 +70,13 @@ void gx_portal_putf(gx_portal_buf *b, const char *fmt, ...)
         spec[n] = 0;
         int longs = (int)(strchr(spec, 'l') ? (strstr(spec, "ll") ? 2 : 1) : 0), z = strchr(spec, 'z') != NULL;
         switch (conv) {
-        case '%': gx_portal_put(b, "%"); break;
+        case '%': gx_sbuf_puts(b, "%"); break;
         case 'H': gx_portal_esc(b, va_arg(ap, const char *)); break;
         case 'U': gx_portal_urlenc(b, va_arg(ap, const char *)); break;
         case 's': {
             const char *s = va_arg(ap, const char *);
-            if (!strcmp(spec, "%s")) gx_portal_put(b, s ? s : "");
-            else { snprintf(tmp, sizeof tmp, spec, s ? s : ""); gx_portal_put(b, tmp); }
+            if (!strcmp(spec, "%s")) gx_sbuf_puts(b, s ? s : "");
+            else { snprintf(tmp, sizeof tmp, spec, s ? s : ""); gx_sbuf_puts(b, tmp); }
             break;
         }
         case 'd': case 'u': case 'x':
@@ -120,22 +84,22 @@ void gx_portal_putf(gx_portal_buf *b, const char *fmt, ...)
             else if (longs == 2) snprintf(tmp, sizeof tmp, spec, va_arg(ap, long long));
             else if (longs == 1) snprintf(tmp, sizeof tmp, spec, va_arg(ap, long));
             else snprintf(tmp, sizeof tmp, spec, va_arg(ap, int));
-            gx_portal_put(b, tmp);
+            gx_sbuf_puts(b, tmp);
             break;
         case 'f': case 'g':
             snprintf(tmp, sizeof tmp, spec, va_arg(ap, double));
-            gx_portal_put(b, tmp);
+            gx_sbuf_puts(b, tmp);
             break;
         case 'c':
             tmp[0] = (char)va_arg(ap, int);
-            gx_portal_putn(b, tmp, 1);
+            gx_sbuf_put(b, tmp, 1);
             break;
         default: abort(); /* see the header comment */
         }
         fmt += n;
         run = fmt;
     }
-    gx_portal_putn(b, run, (size_t)(fmt - run));
+    gx_sbuf_put(b, run, (size_t)(fmt - run));
     va_end(ap);
 }
 
@@ -180,8 +144,7 @@ json_t *gx_portal_form_parse(const char *body, size_t len, size_t max_fields, si
             size_t kl = eq ? (size_t)(eq - (body + i)) : j - i;
             size_t vl = eq ? (size_t)(body + j - eq - 1) : 0;
             if (++fields > max_fields || vl > max_value * 3 || kl > 256) goto bad;
-            char *k = malloc(kl + 1), *v = malloc(vl + 1);
-            if (!k || !v) abort();
+            char *k = gx_xmalloc(kl + 1), *v = gx_xmalloc(vl + 1);
             int rc = decode(body + i, kl, k) || decode(eq ? eq + 1 : "", vl, v);
             if (!rc && strlen(v) > max_value) rc = -1;
             json_t *sv = rc ? NULL : json_string(v); /* NULL when not UTF-8 */

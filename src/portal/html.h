@@ -1,5 +1,5 @@
-/* html: the portal's output buffer, HTML escaping and form decoding.
- * Owns: a growable string (gx_portal_buf), escaping of every value that reaches a
+/* html: HTML escaping into the portal's output buffer (a lib/sbuf), and form decoding.
+ * Owns: escaping of every value that reaches a
  * page (text and attribute contexts are escaped the same, strictly), decoding of
  * application/x-www-form-urlencoded bodies and query strings.
  * Must not: know pages, sessions or the daemon. Every byte of user or manifest data
@@ -9,25 +9,15 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <jansson.h>
+#include "lib/sbuf.h"
 
-typedef struct gx_portal_buf {
-    char *p;
-    size_t n, cap;
-} gx_portal_buf;
-
-void gx_portal_buf_init(gx_portal_buf *b);
-void gx_portal_buf_free(gx_portal_buf *b);
-/* Take the string out (the buffer is left empty); never NULL. */
-char *gx_portal_buf_take(gx_portal_buf *b);
-void gx_portal_put(gx_portal_buf *b, const char *s);
-void gx_portal_putn(gx_portal_buf *b, const char *s, size_t n);
 /* Escaped text: & < > " ' ` = become entities; NULL is written as "". */
-void gx_portal_esc(gx_portal_buf *b, const char *s);
+void gx_portal_esc(gx_sbuf *b, const char *s);
 /* printf with one extra conversion: %H writes its char * argument escaped.
  * Everything else is passed to vsnprintf as is (%s, %d, %zu, %lld, %.1f ...). */
-void gx_portal_putf(gx_portal_buf *b, const char *fmt, ...);
+void gx_portal_putf(gx_sbuf *b, const char *fmt, ...);
 /* Percent-encode for a URL path segment or query value. */
-void gx_portal_urlenc(gx_portal_buf *b, const char *s);
+void gx_portal_urlenc(gx_sbuf *b, const char *s);
 
 /* Decode a form body or a query string "a=1&b=x+y" into a JSON object of strings.
  * A key given several times becomes an array of strings. At most max_fields fields

@@ -206,10 +206,10 @@ void gx_portal_login_page(gx_portal_ctx *c, int status, const char *error)
     snprintf(cookie, sizeof cookie, "gx_login=%s; Path=/login; Max-Age=3600; HttpOnly; SameSite=Strict%s", tok,
              c->secure ? "; Secure" : "");
     gx_resp_header(c->resp, "Set-Cookie", cookie);
-    gx_portal_buf b;
-    gx_portal_buf_init(&b);
+    gx_sbuf b;
+    gx_sbuf_init(&b);
     gx_portal_page_begin(c, &b, "Sign in", NULL);
-    gx_portal_put(&b, "<div class=\"narrow card\">");
+    gx_sbuf_puts(&b, "<div class=\"narrow card\">");
     if (error) gx_portal_putf(&b, "<p class=\"error\" role=\"alert\">%H</p>", error);
     if (password_login(c->d)) {
         gx_portal_putf(&b, "<form method=\"post\" action=\"/login\" class=\"stack\" data-progress=\"Signing in…\">"
@@ -230,9 +230,9 @@ void gx_portal_login_page(gx_portal_ctx *c, int status, const char *error)
                            "<button type=\"submit\">Sign in with token</button></form></details>",
                        tok);
     } else {
-        gx_portal_put(&b, "<p>Sign-in goes through your organisation's single sign-on; reload this page through it.</p>");
+        gx_sbuf_puts(&b, "<p>Sign-in goes through your organisation's single sign-on; reload this page through it.</p>");
     }
-    gx_portal_put(&b, "</div>");
+    gx_sbuf_puts(&b, "</div>");
     gx_portal_page_end(c, &b, status);
 }
 
@@ -293,8 +293,8 @@ void gx_portal_logout(gx_portal_ctx *c)
 
 void gx_portal_account_page(gx_portal_ctx *c, const char *note, const char *error)
 {
-    gx_portal_buf b;
-    gx_portal_buf_init(&b);
+    gx_sbuf b;
+    gx_sbuf_init(&b);
     gx_portal_page_begin(c, &b, "Your account", NULL);
     if (note) gx_portal_putf(&b, "<p class=\"note\" role=\"status\">%H</p>", note);
     if (error) gx_portal_putf(&b, "<p class=\"error\" role=\"alert\">%H</p>", error);
@@ -303,13 +303,13 @@ void gx_portal_account_page(gx_portal_ctx *c, const char *note, const char *erro
     size_t i;
     const json_t *n;
     json_array_foreach(c->user->namespaces, i, n) gx_portal_putf(&b, "<span class=\"tag\">%H</span> ", json_string_value(n));
-    gx_portal_put(&b, "</dd></dl>");
+    gx_sbuf_puts(&b, "</dd></dl>");
     if (c->s && c->s->proxy) {
-        gx_portal_put(&b, "<p>You signed in through your organisation's single sign-on; your password is managed there.</p>");
+        gx_sbuf_puts(&b, "<p>You signed in through your organisation's single sign-on; your password is managed there.</p>");
     } else {
-        gx_portal_put(&b, "<h2>Change your password</h2><form method=\"post\" action=\"/ui/account\" class=\"stack narrow\">");
+        gx_sbuf_puts(&b, "<h2>Change your password</h2><form method=\"post\" action=\"/ui/account\" class=\"stack narrow\">");
         gx_portal_csrf_field(c, &b);
-        gx_portal_put(&b, "<label for=\"pw1\">New password (8 characters or more)</label>"
+        gx_sbuf_puts(&b, "<label for=\"pw1\">New password (8 characters or more)</label>"
                           "<input id=\"pw1\" name=\"password\" type=\"password\" autocomplete=\"new-password\" minlength=\"8\" maxlength=\"256\" required>"
                           "<label for=\"pw2\">Repeat it</label>"
                           "<input id=\"pw2\" name=\"password2\" type=\"password\" autocomplete=\"new-password\" minlength=\"8\" maxlength=\"256\" required>"

@@ -1,12 +1,11 @@
 /* layout: the frame every portal page shares, and small widgets.
  * Owns: <head> (CSS, JS, the CSRF meta tag for scripts), the navigation, the
  * security headers of every page (CSP without inline scripts or styles, no framing,
- * no caching), redirects, error pages, state badges, SVG usage bars, durations.
+ * no caching), redirects, error pages, state badges, SVG usage bars (durations: lib/gxtime).
  * Must not: write a value into a page without escaping it (%H). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include "portal/portal_int.h"
 
 static const struct { const char *id, *href, *label; int admin; } NAV[] = {
@@ -21,12 +20,12 @@ static const char *brand(const gx_portal_ctx *c)
     return t ? t : "gpuaas";
 }
 
-void gx_portal_csrf_field(gx_portal_ctx *c, gx_portal_buf *b)
+void gx_portal_csrf_field(gx_portal_ctx *c, gx_sbuf *b)
 {
     gx_portal_putf(b, "<input type=\"hidden\" name=\"_csrf\" value=\"%H\">", c->s ? c->s->csrf : "");
 }
 
-void gx_portal_page_begin(gx_portal_ctx *c, gx_portal_buf *b, const char *title, const char *nav)
+void gx_portal_page_begin(gx_portal_ctx *c, gx_sbuf *b, const char *title, const char *nav)
 {
     gx_portal_putf(b, "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
                       "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
@@ -35,11 +34,11 @@ void gx_portal_page_begin(gx_portal_ctx *c, gx_portal_buf *b, const char *title,
                       "<script src=\"/assets/portal.js\" defer></script>",
                    title, brand(c));
     if (c->s) gx_portal_putf(b, "<meta name=\"csrf-token\" content=\"%H\">", c->s->csrf);
-    gx_portal_put(b, "</head><body><a class=\"skip\" href=\"#main\">Skip to content</a>");
+    gx_sbuf_puts(b, "</head><body><a class=\"skip\" href=\"#main\">Skip to content</a>");
     gx_portal_putf(b, "<header class=\"top\"><a class=\"brand\" href=\"/\"><svg class=\"icon\" aria-hidden=\"true\">"
                       "<use href=\"/assets/icons.svg#gpu\"></use></svg> %H</a>", brand(c));
     if (c->user) {
-        gx_portal_put(b, "<nav aria-label=\"Main\"><ul>");
+        gx_sbuf_puts(b, "<nav aria-label=\"Main\"><ul>");
         for (int i = 0; NAV[i].id; i++) {
             if (NAV[i].admin && !c->user->admin) continue;
             int cur = nav && !strcmp(nav, NAV[i].id);
@@ -50,7 +49,7 @@ void gx_portal_page_begin(gx_portal_ctx *c, gx_portal_buf *b, const char *title,
                           "<form method=\"post\" action=\"/logout\" class=\"inline\">",
                        c->user->name, c->user->admin ? " <span class=\"tag\">admin</span>" : "");
         gx_portal_csrf_field(c, b);
-        gx_portal_put(b, "<button type=\"submit\" class=\"link\">Sign out</button></form></div>");
+        gx_sbuf_puts(b, "<button type=\"submit\" class=\"link\">Sign out</button></form></div>");
     }
     gx_portal_putf(b, "</header><main id=\"main\" tabindex=\"-1\"><h1>%H</h1>", title);
 }
@@ -65,23 +64,23 @@ static void security_headers(gx_portal_ctx *c)
     gx_resp_header(c->resp, "X-Content-Type-Options", "nosniff");
 }
 
-void gx_portal_page_end(gx_portal_ctx *c, gx_portal_buf *b, int status)
+void gx_portal_page_end(gx_portal_ctx *c, gx_sbuf *b, int status)
 {
-    gx_portal_put(b, "</main><footer><p>gpuaas · queues with Kueue's semantics · "
+    gx_sbuf_puts(b, "</main><footer><p>gpuaas · queues with Kueue's semantics · "
                      "<a href=\"/metrics\">metrics</a> · <a href=\"/api/v1/whoami\">REST API</a></p></footer>"
                      "</body></html>\n");
     security_headers(c);
     c->resp->status = status;
     free(c->resp->text);
     c->resp->text_len = b->n;
-    c->resp->text = gx_portal_buf_take(b);
+    c->resp->text = gx_sbuf_take(b);
     c->resp->ctype = "text/html; charset=utf-8";
 }
 
 void gx_portal_error_page(gx_portal_ctx *c, int status, const char *title, const char *msg)
 {
-    gx_portal_buf b;
-    gx_portal_buf_init(&b);
+    gx_sbuf b;
+    gx_sbuf_init(&b);
     gx_portal_page_begin(c, &b, title, NULL);
     gx_portal_putf(&b, "<p class=\"error\" role=\"alert\">%H</p><p><a href=\"/\">Back to your work</a></p>", msg);
     gx_portal_page_end(c, &b, status);
@@ -95,14 +94,14 @@ void gx_portal_redirect(gx_portal_ctx *c, const char *to)
     security_headers(c);
 }
 
-void gx_portal_badge(gx_portal_buf *b, const char *phase)
+void gx_portal_badge(gx_sbuf *b, const char *phase)
 {
     const char *p = phase ? phase : "Unknown";
     gx_portal_putf(b, "<span class=\"badge st-%H\">%H</span>", p, p);
 }
 
 /* A horizontal bar as SVG: used of total, with a text label for screen readers. */
-void gx_portal_bar(gx_portal_buf *b, double used, double total, const char *label)
+void gx_portal_bar(gx_sbuf *b, double used, double total, const char *label)
 {
     double f = total > 0 ? used / total : (used > 0 ? 1 : 0);
     if (f < 0) f = 0;
@@ -112,29 +111,6 @@ void gx_portal_bar(gx_portal_buf *b, double used, double total, const char *labe
                       "<rect width=\"200\" height=\"12\" rx=\"3\" class=\"bar-bg\"></rect>"
                       "<rect width=\"%.1f\" height=\"12\" rx=\"3\" class=\"%s\"></rect></svg>",
                    label, w, over ? "bar-over" : "bar-fg");
-}
-
-void gx_portal_duration(char *out, size_t n, int64_t ms)
-{
-    int64_t s = ms / 1000;
-    if (s < 0) s = 0;
-    if (s < 60) snprintf(out, n, "%lld s", (long long)s);
-    else if (s < 3600) snprintf(out, n, "%lld min", (long long)(s / 60));
-    else if (s < 86400) snprintf(out, n, "%lld h %lld min", (long long)(s / 3600), (long long)(s % 3600 / 60));
-    else snprintf(out, n, "%lld d %lld h", (long long)(s / 86400), (long long)(s % 86400 / 3600));
-}
-
-int64_t gx_portal_parse_time(const char *t)
-{
-    struct tm tm;
-    int ms = 0;
-    memset(&tm, 0, sizeof tm);
-    if (!t || sscanf(t, "%d-%d-%dT%d:%d:%d.%dZ", &tm.tm_year, &tm.tm_mon, &tm.tm_mday, &tm.tm_hour, &tm.tm_min,
-                     &tm.tm_sec, &ms) < 6)
-        return 0;
-    tm.tm_year -= 1900;
-    tm.tm_mon -= 1;
-    return (int64_t)timegm(&tm) * 1000 + ms;
 }
 
 static int by_name(const void *a, const void *b)

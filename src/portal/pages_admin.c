@@ -24,9 +24,9 @@ static json_t *ns_list(const char *s)
     return a;
 }
 
-static void users_section(gx_portal_ctx *c, gx_portal_buf *b)
+static void users_section(gx_portal_ctx *c, gx_sbuf *b)
 {
-    gx_portal_put(b, "<h2 id=\"users\">Users</h2><table class=\"list\"><thead><tr><th scope=\"col\">User</th><th scope=\"col\">Role and namespaces</th>"
+    gx_sbuf_puts(b, "<h2 id=\"users\">Users</h2><table class=\"list\"><thead><tr><th scope=\"col\">User</th><th scope=\"col\">Role and namespaces</th>"
                      "<th scope=\"col\">Password</th><th scope=\"col\"></th></tr></thead><tbody>");
     json_t *users = gx_auth_users(c->p->auth);
     size_t i;
@@ -44,7 +44,7 @@ static void users_section(gx_portal_ctx *c, gx_portal_buf *b)
                           "<input id=\"ns-%H\" name=\"namespaces\" value=\"%H\" size=\"18\" maxlength=\"1000\">"
                           "<label><input type=\"checkbox\" name=\"admin\"%s> admin</label> <button type=\"submit\">Save</button></form></td>",
                        name, name, name, name, nss, json_is_true(json_object_get(u, "admin")) ? " checked" : "");
-        gx_portal_put(b, "<td><form method=\"post\" action=\"/ui/admin/password\" class=\"inline\">");
+        gx_sbuf_puts(b, "<td><form method=\"post\" action=\"/ui/admin/password\" class=\"inline\">");
         gx_portal_csrf_field(c, b);
         gx_portal_putf(b, "<input type=\"hidden\" name=\"user\" value=\"%H\"><label class=\"sr\" for=\"pw-%H\">New password for %H</label>"
                           "<input id=\"pw-%H\" name=\"password\" type=\"password\" autocomplete=\"new-password\" minlength=\"8\" maxlength=\"256\" "
@@ -56,12 +56,12 @@ static void users_section(gx_portal_ctx *c, gx_portal_buf *b)
             gx_portal_csrf_field(c, b);
             gx_portal_putf(b, "<input type=\"hidden\" name=\"user\" value=\"%H\"><button type=\"submit\" class=\"danger\">Delete</button></form>", name);
         }
-        gx_portal_put(b, "</td></tr>");
+        gx_sbuf_puts(b, "</td></tr>");
     }
     json_decref(users);
-    gx_portal_put(b, "</tbody></table><h3>New user</h3><form method=\"post\" action=\"/ui/admin/create\" class=\"stack narrow\">");
+    gx_sbuf_puts(b, "</tbody></table><h3>New user</h3><form method=\"post\" action=\"/ui/admin/create\" class=\"stack narrow\">");
     gx_portal_csrf_field(c, b);
-    gx_portal_put(b, "<label for=\"nu-name\">User name</label><input id=\"nu-name\" name=\"user\" required maxlength=\"63\" "
+    gx_sbuf_puts(b, "<label for=\"nu-name\">User name</label><input id=\"nu-name\" name=\"user\" required maxlength=\"63\" "
                      "pattern=\"[a-z0-9]([-a-z0-9]*[a-z0-9])?\" aria-describedby=\"nu-h\">"
                      "<p class=\"help\" id=\"nu-h\">Lowercase letters, digits and '-'.</p>"
                      "<label for=\"nu-ns\">Namespaces (comma-separated)</label><input id=\"nu-ns\" name=\"namespaces\" maxlength=\"1000\">"
@@ -71,10 +71,10 @@ static void users_section(gx_portal_ctx *c, gx_portal_buf *b)
                      "<button type=\"submit\" class=\"primary\">Create user</button></form>");
 }
 
-static void namespaces_section(gx_portal_ctx *c, gx_portal_buf *b)
+static void namespaces_section(gx_portal_ctx *c, gx_sbuf *b)
 {
     json_t *lqs = gx_engine_local_queues(gx_d_engine(c->d), NULL, 0), *users = gx_auth_users(c->p->auth);
-    gx_portal_put(b, "<h2 id=\"namespaces\">Namespaces</h2><table class=\"list\"><thead><tr><th scope=\"col\">Namespace</th>"
+    gx_sbuf_puts(b, "<h2 id=\"namespaces\">Namespaces</h2><table class=\"list\"><thead><tr><th scope=\"col\">Namespace</th>"
                      "<th scope=\"col\">LocalQueue → ClusterQueue</th><th scope=\"col\">Users</th></tr></thead><tbody>");
     size_t i, k, j;
     const json_t *q, *u, *n;
@@ -85,20 +85,20 @@ static void namespaces_section(gx_portal_ctx *c, gx_portal_buf *b)
         json_array_foreach(users, k, u)
             json_array_foreach(json_object_get(u, "namespaces"), j, n)
                 if (!strcmp(json_string_value(n), ns)) gx_portal_putf(b, "<span class=\"tag\">%H</span> ", json_string_value(json_object_get(u, "name")));
-        gx_portal_put(b, "</td></tr>");
+        gx_sbuf_puts(b, "</td></tr>");
     }
-    gx_portal_put(b, "</tbody></table>");
+    gx_sbuf_puts(b, "</tbody></table>");
     json_decref(lqs);
     json_decref(users);
 }
 
-static void tiers_and_templates(gx_portal_ctx *c, gx_portal_buf *b)
+static void tiers_and_templates(gx_portal_ctx *c, gx_sbuf *b)
 {
-    gx_portal_put(b, "<h2 id=\"tiers\">Tiers</h2>");
+    gx_sbuf_puts(b, "<h2 id=\"tiers\">Tiers</h2>");
     const char *k;
     json_t *m;
     int n = 0;
-    gx_portal_put(b, "<ul>");
+    gx_sbuf_puts(b, "<ul>");
     json_object_foreach((json_t *)gx_d_objects(c->d), k, m) {
         if (strncmp(k, "Tier/", 5)) continue;
         char *lim = json_dumps(json_object_get(json_object_get(m, "spec"), "limits"), JSON_COMPACT);
@@ -107,8 +107,8 @@ static void tiers_and_templates(gx_portal_ctx *c, gx_portal_buf *b)
         free(lim);
         n++;
     }
-    gx_portal_put(b, "</ul>");
-    if (!n) gx_portal_put(b, "<p class=\"sub\">No tiers applied. Tiers (request and token limits for model API keys) belong to the "
+    gx_sbuf_puts(b, "</ul>");
+    if (!n) gx_sbuf_puts(b, "<p class=\"sub\">No tiers applied. Tiers (request and token limits for model API keys) belong to the "
                              "model gateway; apply <code>kind: Tier</code> objects below once it is part of this server.</p>");
     json_t *tpls = gx_portal_templates(c->d);
     gx_portal_putf(b, "<h2 id=\"templates\">Templates</h2><p>%zu applied: <a href=\"/ui/new\">see the catalog</a>. "
@@ -118,20 +118,20 @@ static void tiers_and_templates(gx_portal_ctx *c, gx_portal_buf *b)
 
 void gx_portal_admin(gx_portal_ctx *c, const char *note, const char *error)
 {
-    gx_portal_buf b;
-    gx_portal_buf_init(&b);
+    gx_sbuf b;
+    gx_sbuf_init(&b);
     gx_portal_page_begin(c, &b, "Admin", "admin");
-    gx_portal_put(&b, "<p class=\"toc\"><a href=\"#users\">Users</a> · <a href=\"#namespaces\">Namespaces</a> · "
+    gx_sbuf_puts(&b, "<p class=\"toc\"><a href=\"#users\">Users</a> · <a href=\"#namespaces\">Namespaces</a> · "
                       "<a href=\"#tiers\">Tiers</a> · <a href=\"#templates\">Templates</a> · <a href=\"#apply\">Apply configuration</a></p>");
     if (note) gx_portal_putf(&b, "<div class=\"note\" role=\"status\">%H</div>", note);
     if (error) gx_portal_putf(&b, "<p class=\"error\" role=\"alert\">%H</p>", error);
     users_section(c, &b);
     namespaces_section(c, &b);
     tiers_and_templates(c, &b);
-    gx_portal_put(&b, "<h2 id=\"apply\">Apply configuration</h2><form method=\"post\" action=\"/ui/admin/apply\" class=\"stack\" "
+    gx_sbuf_puts(&b, "<h2 id=\"apply\">Apply configuration</h2><form method=\"post\" action=\"/ui/admin/apply\" class=\"stack\" "
                       "data-progress=\"Applying…\">");
     gx_portal_csrf_field(c, &b);
-    gx_portal_put(&b, "<label for=\"yaml\">Kueue objects (ResourceFlavor, Cohort, ClusterQueue, LocalQueue, WorkloadPriorityClass), "
+    gx_sbuf_puts(&b, "<label for=\"yaml\">Kueue objects (ResourceFlavor, Cohort, ClusterQueue, LocalQueue, WorkloadPriorityClass), "
                       "Nodes, Templates or a PortalConfig, as YAML; several documents separated by ---</label>"
                       "<textarea id=\"yaml\" name=\"yaml\" rows=\"14\" class=\"code\" required maxlength=\"262144\" spellcheck=\"false\"></textarea>"
                       "<label for=\"yaml-file\">…or load a file</label><input id=\"yaml-file\" type=\"file\" accept=\".yaml,.yml,.json\" data-load-into=\"yaml\">"
@@ -162,9 +162,9 @@ static void apply_yaml(gx_portal_ctx *c)
         return;
     }
     gx_yaml_docs_free(&docs);
-    gx_portal_buf note;
-    gx_portal_buf_init(&note);
-    gx_portal_put(&note, "Applied: ");
+    gx_sbuf note;
+    gx_sbuf_init(&note);
+    gx_sbuf_puts(&note, "Applied: ");
     size_t i;
     const json_t *it;
     json_array_foreach(json_object_get(res, "items"), i, it) {
@@ -175,7 +175,7 @@ static void apply_yaml(gx_portal_ctx *c)
     json_decref(res);
     fprintf(stderr, "gpuaas: portal: %s applied configuration\n", c->user->name);
     gx_portal_admin(c, note.p, NULL);
-    gx_portal_buf_free(&note);
+    gx_sbuf_free(&note);
 }
 
 void gx_portal_admin_post(gx_portal_ctx *c)

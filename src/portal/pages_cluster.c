@@ -27,7 +27,7 @@ static int mine(gx_portal_ctx *c, const json_t *cqs_of_user, const char *cq)
     return 0;
 }
 
-static void cq_card(gx_portal_ctx *c, gx_portal_buf *b, const json_t *q)
+static void cq_card(gx_portal_ctx *c, gx_sbuf *b, const json_t *q)
 {
     const char *name = json_string_value(json_object_get(q, "name"));
     const char *cohort = json_string_value(json_object_get(q, "cohort"));
@@ -36,10 +36,10 @@ static void cq_card(gx_portal_ctx *c, gx_portal_buf *b, const json_t *q)
                    (long long)json_integer_value(json_object_get(q, "pendingWorkloads")),
                    (long long)json_integer_value(json_object_get(q, "admittedWorkloads")),
                    json_is_false(json_object_get(q, "active")) ? " · <b>inactive</b>" : "");
-    gx_portal_put(b, "<table class=\"list\"><thead><tr><th scope=\"col\">Resource</th><th scope=\"col\">Flavor</th>"
+    gx_sbuf_puts(b, "<table class=\"list\"><thead><tr><th scope=\"col\">Resource</th><th scope=\"col\">Flavor</th>"
                      "<th scope=\"col\">Used / quota</th><th scope=\"col\"></th><th scope=\"col\">Borrowing</th>");
-    if (c->user->admin) gx_portal_put(b, "<th scope=\"col\">Change quota</th>");
-    gx_portal_put(b, "</tr></thead><tbody>");
+    if (c->user->admin) gx_sbuf_puts(b, "<th scope=\"col\">Change quota</th>");
+    gx_sbuf_puts(b, "</tr></thead><tbody>");
     size_t i;
     const json_t *r;
     json_array_foreach(json_object_get(q, "resources"), i, r) {
@@ -63,15 +63,15 @@ static void cq_card(gx_portal_ctx *c, gx_portal_buf *b, const json_t *q)
                               "<button type=\"submit\">Set</button></form></td>",
                            fl, res, name, i, res, name, name, i, nom);
         }
-        gx_portal_put(b, "</tr>");
+        gx_sbuf_puts(b, "</tr>");
     }
-    gx_portal_put(b, "</tbody></table></article>");
+    gx_sbuf_puts(b, "</tbody></table></article>");
 }
 
 void gx_portal_queues(gx_portal_ctx *c)
 {
-    gx_portal_buf b;
-    gx_portal_buf_init(&b);
+    gx_sbuf b;
+    gx_sbuf_init(&b);
     gx_portal_page_begin(c, &b, c->user->admin ? "Queues and cohorts" : "Your team's queues", "queues");
     json_t *lqs;
     if (c->user->admin) lqs = gx_engine_local_queues(gx_d_engine(c->d), NULL, 0);
@@ -83,7 +83,7 @@ void gx_portal_queues(gx_portal_ctx *c)
         lqs = n ? gx_engine_local_queues(gx_d_engine(c->d), ns, n) : json_array();
     }
     json_t *mycqs = json_array();
-    gx_portal_put(&b, "<section id=\"queues\" data-refresh=\"3\"><h2>Where to submit</h2><table class=\"list\"><thead><tr>"
+    gx_sbuf_puts(&b, "<section id=\"queues\" data-refresh=\"3\"><h2>Where to submit</h2><table class=\"list\"><thead><tr>"
                       "<th scope=\"col\">Namespace</th><th scope=\"col\">LocalQueue</th><th scope=\"col\">ClusterQueue</th>"
                       "<th scope=\"col\">Waiting</th><th scope=\"col\">Admitted</th></tr></thead><tbody>");
     size_t i;
@@ -96,16 +96,16 @@ void gx_portal_queues(gx_portal_ctx *c)
                        (long long)json_integer_value(json_object_get(q, "pendingWorkloads")),
                        (long long)json_integer_value(json_object_get(q, "admittedWorkloads")));
     }
-    gx_portal_put(&b, "</tbody></table>");
-    if (!json_array_size(lqs)) gx_portal_put(&b, "<p class=\"empty\">You have no queue yet: ask an admin to give your namespace a LocalQueue.</p>");
+    gx_sbuf_puts(&b, "</tbody></table>");
+    if (!json_array_size(lqs)) gx_sbuf_puts(&b, "<p class=\"empty\">You have no queue yet: ask an admin to give your namespace a LocalQueue.</p>");
     json_t *cqs = gx_engine_cluster_queues(gx_d_engine(c->d));
-    gx_portal_put(&b, "<div class=\"cqs\">");
+    gx_sbuf_puts(&b, "<div class=\"cqs\">");
     json_array_foreach(cqs, i, q)
         if (mine(c, mycqs, json_string_value(json_object_get(q, "name")))) cq_card(c, &b, q);
-    gx_portal_put(&b, "</div>");
+    gx_sbuf_puts(&b, "</div>");
     if (c->user->admin) {
         json_t *cohorts = gx_engine_objects(gx_d_engine(c->d), "Cohort");
-        gx_portal_put(&b, "<h2>Cohorts</h2><p class=\"sub\">ClusterQueues in one cohort lend each other unused quota.</p><ul>");
+        gx_sbuf_puts(&b, "<h2>Cohorts</h2><p class=\"sub\">ClusterQueues in one cohort lend each other unused quota.</p><ul>");
         json_t *names = json_object();
         json_array_foreach(cqs, i, q) {
             const char *co = json_string_value(json_object_get(q, "cohort"));
@@ -121,14 +121,14 @@ void gx_portal_queues(gx_portal_ctx *c)
             size_t j;
             const json_t *x;
             json_array_foreach(l, j, x) gx_portal_putf(&b, "%s%H", j ? ", " : "", json_string_value(x));
-            gx_portal_put(&b, "</li>");
+            gx_sbuf_puts(&b, "</li>");
         }
-        if (!json_object_size(names)) gx_portal_put(&b, "<li>No cohorts: each queue has only its own quota.</li>");
+        if (!json_object_size(names)) gx_sbuf_puts(&b, "<li>No cohorts: each queue has only its own quota.</li>");
         gx_portal_putf(&b, "</ul><p class=\"sub\">%zu Cohort object(s) applied.</p>", json_array_size(cohorts));
         json_decref(names);
         json_decref(cohorts);
     }
-    gx_portal_put(&b, "</section>");
+    gx_sbuf_puts(&b, "</section>");
     json_decref(cqs);
     json_decref(mycqs);
     json_decref(lqs);
@@ -197,11 +197,11 @@ static int key_visible(const gx_portal_ctx *c, const char *key)
 
 void gx_portal_gpus(gx_portal_ctx *c)
 {
-    gx_portal_buf b;
-    gx_portal_buf_init(&b);
+    gx_sbuf b;
+    gx_sbuf_init(&b);
     gx_portal_page_begin(c, &b, "GPUs", "gpus");
     json_t *nodes = gx_engine_nodes(gx_d_engine(c->d));
-    gx_portal_put(&b, "<p class=\"sub\">Live charts sample every 2 seconds while this page is open. Utilisation and memory come "
+    gx_sbuf_puts(&b, "<p class=\"sub\">Live charts sample every 2 seconds while this page is open. Utilisation and memory come "
                       "from the GPU inventory; where it reports none (a simulated node), the chart shows whether the GPU is "
                       "allocated.</p><section id=\"gpus\" data-refresh=\"5\">");
     size_t i, k;
@@ -220,19 +220,19 @@ void gx_portal_gpus(gx_portal_ctx *c)
                                "aria-label=\"memory of GPU %H\" data-gpu=\"%H\" data-metric=\"mem\"></svg></figure>",
                            uuid, uuid, uuid, uuid);
             gx_portal_putf(&b, "<ul class=\"slices\" data-slices=\"%H\"></ul><p>", uuid);
-            if (!json_array_size(wls)) gx_portal_put(&b, "<span class=\"sub\">free</span>");
+            if (!json_array_size(wls)) gx_sbuf_puts(&b, "<span class=\"sub\">free</span>");
             size_t j;
             const json_t *w;
             json_array_foreach(wls, j, w) {
                 const char *key = json_string_value(json_object_get(w, "workload")) ?: "";
                 if (key_visible(c, key)) gx_portal_putf(&b, "<a href=\"/ui/workloads/%H\">%H</a> ", key, key);
-                else gx_portal_put(&b, "<span class=\"tag\">in use by another team</span> ");
+                else gx_sbuf_puts(&b, "<span class=\"tag\">in use by another team</span> ");
             }
-            gx_portal_put(&b, "</p></article>");
+            gx_sbuf_puts(&b, "</p></article>");
         }
-        gx_portal_put(&b, "</div>");
+        gx_sbuf_puts(&b, "</div>");
     }
-    gx_portal_put(&b, "</section>");
+    gx_sbuf_puts(&b, "</section>");
     json_decref(nodes);
     gx_portal_page_end(c, &b, 200);
 }

@@ -77,9 +77,9 @@ static json_t *all_models(gx_portal_ctx *c)
     return out;
 }
 
-static void catalog(gx_portal_buf *b, const json_t *models, const json_t *tiers)
+static void catalog(gx_sbuf *b, const json_t *models, const json_t *tiers)
 {
-    gx_portal_put(b, "<section id=\"catalog\" data-refresh=\"5\"><h2>Models you may use</h2><ul id=\"model-list\" class=\"cards\">");
+    gx_sbuf_puts(b, "<section id=\"catalog\" data-refresh=\"5\"><h2>Models you may use</h2><ul id=\"model-list\" class=\"cards\">");
     size_t i, j;
     const json_t *md, *x;
     json_array_foreach(models, i, md) {
@@ -90,51 +90,51 @@ static void catalog(gx_portal_buf *b, const json_t *models, const json_t *tiers)
                        (long long)json_integer_value(json_object_get(md, "readyReplicas")),
                        (long long)json_integer_value(json_object_get(md, "replicas")));
         json_array_foreach(json_object_get(md, "tiers"), j, x) gx_portal_putf(b, "%s%H", j ? ", " : "", json_string_value(x));
-        gx_portal_put(b, "</p>");
+        gx_sbuf_puts(b, "</p>");
         if (json_array_size(served) > 1) {
-            gx_portal_put(b, "<p class=\"sub\">also called ");
+            gx_sbuf_puts(b, "<p class=\"sub\">also called ");
             json_array_foreach(served, j, x)
                 if (j) gx_portal_putf(b, "%s<code>%H</code>", j > 1 ? ", " : "", json_string_value(x));
-            gx_portal_put(b, "</p>");
+            gx_sbuf_puts(b, "</p>");
         }
-        gx_portal_put(b, "</li>");
+        gx_sbuf_puts(b, "</li>");
     }
     if (!json_array_size(models)) {
-        gx_portal_put(b, "<li class=\"empty\">No model is open to your tiers (");
+        gx_sbuf_puts(b, "<li class=\"empty\">No model is open to your tiers (");
         const char *t;
         const json_t *v;
         i = 0;
         json_object_foreach((json_t *)tiers, t, v) gx_portal_putf(b, "%s%H", i++ ? ", " : "", t);
-        gx_portal_put(b, ") yet.</li>");
+        gx_sbuf_puts(b, ") yet.</li>");
     }
-    gx_portal_put(b, "</ul></section>");
+    gx_sbuf_puts(b, "</ul></section>");
 }
 
-static void keys(gx_portal_buf *b, const json_t *tiers)
+static void keys(gx_sbuf *b, const json_t *tiers)
 {
-    gx_portal_put(b, "<section id=\"keys\" hidden><h2>Your API keys</h2>");
+    gx_sbuf_puts(b, "<section id=\"keys\" hidden><h2>Your API keys</h2>");
     if (json_object_size(tiers)) {
-        gx_portal_put(b, "<form id=\"key-form\" class=\"inline-form\"><label for=\"key-name\">Name</label>"
+        gx_sbuf_puts(b, "<form id=\"key-form\" class=\"inline-form\"><label for=\"key-name\">Name</label>"
                          "<input id=\"key-name\" name=\"name\" required maxlength=\"63\" pattern=\"[a-z0-9]([-a-z0-9]*[a-z0-9])?\" placeholder=\"laptop\">"
                          "<label for=\"key-tier\">Tier</label><select id=\"key-tier\" name=\"tier\">");
         const char *t;
         const json_t *ns;
         json_object_foreach((json_t *)tiers, t, ns)
             gx_portal_putf(b, "<option value=\"%H\" data-ns=\"%H\">%H</option>", t, json_string_value(ns), t);
-        gx_portal_put(b, "</select><label for=\"key-days\">Expires in (days)</label>"
+        gx_sbuf_puts(b, "</select><label for=\"key-days\">Expires in (days)</label>"
                          "<input id=\"key-days\" name=\"days\" type=\"number\" min=\"1\" max=\"365\" value=\"30\">"
                          "<button type=\"submit\" class=\"primary\">Create key</button></form>"
                          "<div id=\"new-key\" class=\"secret\" hidden role=\"status\"><p>Your new key, shown <b>only once</b>:</p>"
                          "<code id=\"new-key-value\"></code> <button type=\"button\" id=\"copy-key\">Copy</button></div>");
     }
-    gx_portal_put(b, "<table class=\"list\"><thead><tr><th scope=\"col\">Name</th><th scope=\"col\">Key</th><th scope=\"col\">Tier</th>"
+    gx_sbuf_puts(b, "<table class=\"list\"><thead><tr><th scope=\"col\">Name</th><th scope=\"col\">Key</th><th scope=\"col\">Tier</th>"
                      "<th scope=\"col\">Expires</th><th scope=\"col\"></th></tr></thead><tbody id=\"key-rows\"></tbody></table></section>");
 }
 
-static void playground(gx_portal_buf *b, const json_t *models)
+static void playground(gx_sbuf *b, const json_t *models)
 {
     if (!json_array_size(models)) return;
-    gx_portal_put(b, "<section id=\"playground\" hidden><h2>Playground</h2><form id=\"chat-form\" class=\"stack\">"
+    gx_sbuf_puts(b, "<section id=\"playground\" hidden><h2>Playground</h2><form id=\"chat-form\" class=\"stack\">"
                      "<label for=\"chat-model\">Model</label><select id=\"chat-model\" required>");
     size_t i;
     const json_t *md;
@@ -143,7 +143,7 @@ static void playground(gx_portal_buf *b, const json_t *models)
                                ?: json_string_value(json_object_get(md, "name"));
         gx_portal_putf(b, "<option value=\"%H\">%H</option>", name, name);
     }
-    gx_portal_put(b, "</select><label for=\"chat-key\">API key</label><input id=\"chat-key\" type=\"password\" autocomplete=\"off\" required "
+    gx_sbuf_puts(b, "</select><label for=\"chat-key\">API key</label><input id=\"chat-key\" type=\"password\" autocomplete=\"off\" required "
                      "placeholder=\"gpa_… (a key you just created is filled in)\">"
                      "<label for=\"chat-msg\">Message</label><textarea id=\"chat-msg\" rows=\"3\" required maxlength=\"8000\">Say hello.</textarea>"
                      "<button type=\"submit\" class=\"primary\">Send</button></form>"
@@ -152,11 +152,11 @@ static void playground(gx_portal_buf *b, const json_t *models)
 
 void gx_portal_models(gx_portal_ctx *c)
 {
-    gx_portal_buf b;
-    gx_portal_buf_init(&b);
+    gx_sbuf b;
+    gx_sbuf_init(&b);
     gx_portal_page_begin(c, &b, "Models", "models");
     if (!c->p->env.tier_open || !c->p->env.model_status) {
-        gx_portal_put(&b, "<p id=\"gw-status\" class=\"note\" role=\"status\" data-gateway=\"absent\">The model gateway is not part of "
+        gx_sbuf_puts(&b, "<p id=\"gw-status\" class=\"note\" role=\"status\" data-gateway=\"absent\">The model gateway is not part of "
                           "this server: models, API keys, usage and the playground appear here once it is.</p>");
         gx_portal_page_end(c, &b, 200);
         return;
@@ -167,7 +167,7 @@ void gx_portal_models(gx_portal_ctx *c)
     json_object_foreach(tiers, t, v) json_array_append_new(names, json_string(t));
     json_t *models = gx_portal_models_for(every, names);
     /* the keys, usage and playground are wired by portal.js (data-models-app) */
-    gx_portal_put(&b, "<div id=\"models-app\" data-models-app>");
+    gx_sbuf_puts(&b, "<div id=\"models-app\" data-models-app>");
     if (!json_object_size(tiers)) {
         gx_portal_putf(&b, "<p id=\"gw-status\" class=\"note\" role=\"status\" data-gateway=\"present\" data-tiers=\"0\">"
                            "No model tier is open to you yet, so there is no model you may call and no key to create. "
@@ -180,10 +180,10 @@ void gx_portal_models(gx_portal_ctx *c)
         catalog(&b, models, tiers);
     }
     keys(&b, tiers);
-    gx_portal_put(&b, "<section id=\"usage\" hidden><h2>Your usage (last 7 days)</h2><svg id=\"usage-chart\" class=\"chart\" "
+    gx_sbuf_puts(&b, "<section id=\"usage\" hidden><h2>Your usage (last 7 days)</h2><svg id=\"usage-chart\" class=\"chart\" "
                       "viewBox=\"0 0 600 200\" role=\"img\" aria-label=\"tokens per model\"></svg></section>");
     playground(&b, models);
-    gx_portal_put(&b, "</div>");
+    gx_sbuf_puts(&b, "</div>");
     json_decref(models);
     json_decref(every);
     json_decref(names);

@@ -24,15 +24,15 @@ static const json_t *find_template(gx_portal_ctx *c, const char *name)
 
 void gx_portal_catalog(gx_portal_ctx *c)
 {
-    gx_portal_buf b;
-    gx_portal_buf_init(&b);
+    gx_sbuf b;
+    gx_sbuf_init(&b);
     gx_portal_page_begin(c, &b, "New request", "new");
     json_t *all = gx_portal_templates(c->d);
     if (!json_array_size(all))
-        gx_portal_put(&b, "<p class=\"empty\">No templates yet. An admin applies them with "
+        gx_sbuf_puts(&b, "<p class=\"empty\">No templates yet. An admin applies them with "
                           "<code>gpuaas apply -f examples/templates/batch-training.yaml</code> (one <code>-f</code> per file), "
                           "or on the Admin page.</p>");
-    gx_portal_put(&b, "<ul class=\"cards\">");
+    gx_sbuf_puts(&b, "<ul class=\"cards\">");
     size_t i;
     const json_t *t;
     json_array_foreach(all, i, t) {
@@ -49,7 +49,7 @@ void gx_portal_catalog(gx_portal_ctx *c)
         gx_portal_putf(&b, "</p><p class=\"sub\">creates a %H</p></li>",
                        json_string_value(json_object_get(json_object_get(spec, "manifest"), "kind")));
     }
-    gx_portal_put(&b, "</ul>");
+    gx_sbuf_puts(&b, "</ul>");
     json_decref(all);
     gx_portal_page_end(c, &b, 200);
 }
@@ -80,7 +80,7 @@ static void value_str(const json_t *v, char *out, size_t n)
     else out[0] = 0;
 }
 
-static void options(gx_portal_buf *b, const char *name, const json_t *en, const json_t *names, const char *cur, int radio)
+static void options(gx_sbuf *b, const char *name, const json_t *en, const json_t *names, const char *cur, int radio)
 {
     size_t i;
     const json_t *x;
@@ -96,13 +96,13 @@ static void options(gx_portal_buf *b, const char *name, const json_t *en, const 
     }
 }
 
-static void attrs(gx_portal_buf *b, const json_t *s, const char *type, int required)
+static void attrs(gx_sbuf *b, const json_t *s, const char *type, int required)
 {
     const json_t *mn = json_object_get(s, "minimum"), *mx = json_object_get(s, "maximum");
     if (mn) gx_portal_putf(b, " min=\"%g\"", json_number_value(mn));
     if (mx) gx_portal_putf(b, " max=\"%g\"", json_number_value(mx));
-    if (!strcmp(type, "integer")) gx_portal_put(b, " step=\"1\"");
-    if (!strcmp(type, "number")) gx_portal_put(b, " step=\"any\"");
+    if (!strcmp(type, "integer")) gx_sbuf_puts(b, " step=\"1\"");
+    if (!strcmp(type, "number")) gx_sbuf_puts(b, " step=\"any\"");
     const json_t *a = json_object_get(s, "minLength"), *z = json_object_get(s, "maxLength");
     if (a) gx_portal_putf(b, " minlength=\"%lld\"", (long long)json_integer_value(a));
     gx_portal_putf(b, " maxlength=\"%lld\"", z ? (long long)json_integer_value(z) : (long long)GX_PORTAL_TPL_MAX_STRING);
@@ -111,11 +111,11 @@ static void attrs(gx_portal_buf *b, const json_t *s, const char *type, int requi
     if (pat) gx_portal_putf(b, " pattern=\"%H\"", pat);
     const char *ph = json_string_value(json_object_get(s, "ui:placeholder"));
     if (ph) gx_portal_putf(b, " placeholder=\"%H\"", ph);
-    if (required) gx_portal_put(b, " required");
-    if (json_is_true(json_object_get(s, "ui:autofocus"))) gx_portal_put(b, " autofocus");
+    if (required) gx_sbuf_puts(b, " required");
+    if (json_is_true(json_object_get(s, "ui:autofocus"))) gx_sbuf_puts(b, " autofocus");
 }
 
-static void field(gx_portal_ctx *c, gx_portal_buf *b, const json_t *p, const json_t *form, const gx_err *err)
+static void field(gx_portal_ctx *c, gx_sbuf *b, const json_t *p, const json_t *form, const gx_err *err)
 {
     const char *name = json_string_value(json_object_get(p, "name"));
     const json_t *s = json_object_get(p, "schema");
@@ -145,11 +145,11 @@ static void field(gx_portal_ctx *c, gx_portal_buf *b, const json_t *p, const jso
             gx_portal_putf(b, "<div role=\"radiogroup\" id=\"f-%H\" aria-labelledby=\"l-%H\" aria-describedby=\"h-%H\">",
                            name, name, name);
             options(b, name, en, json_object_get(s, "enumNames"), cur, 1);
-            gx_portal_put(b, "</div>");
+            gx_sbuf_puts(b, "</div>");
         } else if (en) {
             gx_portal_putf(b, "<select id=\"f-%H\" name=\"%H\" aria-describedby=\"h-%H\"%s>", name, name, name, req ? " required" : "");
             options(b, name, en, nss ? NULL : json_object_get(s, "enumNames"), cur, 0);
-            gx_portal_put(b, "</select>");
+            gx_sbuf_puts(b, "</select>");
         } else if (!strcmp(widget, "textarea")) {
             gx_portal_putf(b, "<textarea id=\"f-%H\" name=\"%H\" rows=\"6\" aria-describedby=\"h-%H\"", name, name, name);
             attrs(b, s, type, req);
@@ -160,24 +160,24 @@ static void field(gx_portal_ctx *c, gx_portal_buf *b, const json_t *p, const jso
             gx_portal_putf(b, "<input type=\"%s\" id=\"f-%H\" name=\"%H\" value=\"%H\" aria-describedby=\"h-%H\"", it, name, name,
                            cur, name);
             attrs(b, s, type, req);
-            gx_portal_put(b, ">");
+            gx_sbuf_puts(b, ">");
         }
     }
     json_decref(nss);
     gx_portal_putf(b, "<p class=\"help\" id=\"h-%H\">%H%s%H</p>", name, desc ? desc : "", desc && help ? " " : "", help ? help : "");
     if (bad) gx_portal_putf(b, "<p class=\"field-error\" role=\"alert\">%H</p>", err->msg);
-    gx_portal_put(b, "</div>");
+    gx_sbuf_puts(b, "</div>");
 }
 
 static void form_page(gx_portal_ctx *c, const json_t *t, const json_t *form, const gx_err *err)
 {
-    gx_portal_buf b;
-    gx_portal_buf_init(&b);
+    gx_sbuf b;
+    gx_sbuf_init(&b);
     const char *name = meta_str(t, "name");
     gx_portal_page_begin(c, &b, meta_str(t, "title") ?: name, "new");
     gx_portal_putf(&b, "<p class=\"lead\">%H</p>", meta_str(t, "description"));
     if (err && err->msg[0] && !err->field[0]) gx_portal_putf(&b, "<p class=\"error\" role=\"alert\">%H</p>", err->msg);
-    else if (err && err->msg[0]) gx_portal_put(&b, "<p class=\"error\" role=\"alert\">Please correct the marked field.</p>");
+    else if (err && err->msg[0]) gx_sbuf_puts(&b, "<p class=\"error\" role=\"alert\">Please correct the marked field.</p>");
     gx_portal_putf(&b, "<form method=\"post\" action=\"/ui/new/%U\" class=\"stack tform\" novalidate data-validate>", name);
     gx_portal_csrf_field(c, &b);
     json_t *params = gx_portal_template_params(t);
@@ -187,15 +187,15 @@ static void form_page(gx_portal_ctx *c, const json_t *t, const json_t *form, con
     json_array_foreach(params, i, p) {
         const char *pg = json_string_value(json_object_get(p, "page"));
         if (!page || strcmp(page, pg)) {
-            if (page) gx_portal_put(&b, "</fieldset>");
+            if (page) gx_sbuf_puts(&b, "</fieldset>");
             gx_portal_putf(&b, "<fieldset><legend>%H</legend>", *pg ? pg : "Parameters");
             page = pg;
         }
         field(c, &b, p, form, err);
     }
-    if (page) gx_portal_put(&b, "</fieldset>");
+    if (page) gx_sbuf_puts(&b, "</fieldset>");
     json_decref(params);
-    gx_portal_put(&b, "<div class=\"actions\"><button type=\"submit\" name=\"action\" value=\"review\" class=\"primary\">Review</button>"
+    gx_sbuf_puts(&b, "<div class=\"actions\"><button type=\"submit\" name=\"action\" value=\"review\" class=\"primary\">Review</button>"
                       " <a href=\"/ui/new\">Back to the catalog</a></div></form>");
     gx_portal_page_end(c, &b, err ? 422 : 200);
 }
@@ -217,8 +217,8 @@ static void generate_name(json_t *m)
 
 static void review_page(gx_portal_ctx *c, const json_t *t, const json_t *values, const json_t *m)
 {
-    gx_portal_buf b;
-    gx_portal_buf_init(&b);
+    gx_sbuf b;
+    gx_sbuf_init(&b);
     const char *name = meta_str(t, "name");
     gx_portal_page_begin(c, &b, "Review your request", "new");
     gx_portal_putf(&b, "<p class=\"lead\">%H: check what will be submitted.</p><dl class=\"facts\">", meta_str(t, "title") ?: name);
@@ -234,7 +234,7 @@ static void review_page(gx_portal_ctx *c, const json_t *t, const json_t *values,
         gx_portal_putf(&b, "<dt>%H</dt><dd>%H</dd>", json_string_value(json_object_get(s, "title")) ?: pn,
                        !strcmp(json_string_value(json_object_get(s, "ui:widget")) ?: "", "password") ? "••••••" : v);
     }
-    gx_portal_put(&b, "</dl>");
+    gx_sbuf_puts(&b, "</dl>");
     char *yaml = gx_yaml_emit(m);
     gx_portal_putf(&b, "<details open><summary>The %H that will be submitted</summary><pre class=\"manifest\">%H</pre></details>",
                    json_string_value(json_object_get(m, "kind")), yaml);
@@ -250,7 +250,7 @@ static void review_page(gx_portal_ctx *c, const json_t *t, const json_t *values,
     gx_portal_putf(&b, "<input type=\"hidden\" name=\"_name\" value=\"%H\">",
                    json_string_value(json_object_get(json_object_get(m, "metadata"), "name")));
     json_decref(params);
-    gx_portal_put(&b, "<button type=\"submit\" name=\"action\" value=\"submit\" class=\"primary\">Submit</button> "
+    gx_sbuf_puts(&b, "<button type=\"submit\" name=\"action\" value=\"submit\" class=\"primary\">Submit</button> "
                       "<button type=\"submit\" name=\"action\" value=\"edit\">Change</button></form>");
     gx_portal_page_end(c, &b, 200);
 }
@@ -278,11 +278,11 @@ static int submit(gx_portal_ctx *c, const json_t *t, json_t *m, gx_err *e, char 
         json_t *view = NULL;
         if (gx_d_submit(c->d, m, NULL, &view, e)) return -1;
         json_decref(view);
-        gx_portal_buf u;
-        gx_portal_buf_init(&u);
+        gx_sbuf u;
+        gx_sbuf_init(&u);
         gx_portal_putf(&u, "/ui/workloads/%U/%U", ns, json_string_value(json_object_get(md, "name")));
         snprintf(to, ton, "%s", u.p);
-        gx_portal_buf_free(&u);
+        gx_sbuf_free(&u);
         return 0;
     }
     if (!c->user->admin) return gx_errf(e, 403, "", "deploying a %s is for admins for now; ask one to use this template", kind);

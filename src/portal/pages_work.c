@@ -10,6 +10,7 @@
 #include <time.h>
 #include "lib/wlkey.h"
 #include "portal/portal_int.h"
+#include "lib/gxtime.h"
 
 #define HOME_ROWS 200
 
@@ -68,7 +69,8 @@ static int64_t estimate_start(gx_portal_ctx *c, const json_t *wl, int64_t pos, i
     json_array_foreach(adm, i, x) {
         json_int_t max = json_integer_value(json_object_get(x, "maxExecutionTimeSeconds"));
         json_int_t used = json_integer_value(json_object_get(x, "accumulatedPastExecutionTimeSeconds"));
-        int64_t at = gx_portal_parse_time(json_string_value(json_object_get(x, "admittedAt")));
+        int64_t at = 0;
+        gx_time_parse(json_string_value(json_object_get(x, "admittedAt")), &at);
         if (max <= 0 || !at) { unlimited++; continue; }
         ends[k++] = at + (int64_t)(max - used) * 1000;
     }
@@ -88,7 +90,7 @@ static void clock_time(int64_t ms, char *out, size_t n)
     strftime(out, n, "%H:%M UTC", &tm);
 }
 
-void gx_portal_why(gx_portal_ctx *c, const json_t *wl, gx_portal_buf *b)
+void gx_portal_why(gx_portal_ctx *c, const json_t *wl, gx_sbuf *b)
 {
     const char *reason = json_string_value(json_object_get(wl, "reason"));
     const char *msg = json_string_value(json_object_get(wl, "message"));
@@ -101,16 +103,16 @@ void gx_portal_why(gx_portal_ctx *c, const json_t *wl, gx_portal_buf *b)
     char when[32], in[32];
     if (est > c->now) {
         clock_time(est, when, sizeof when);
-        gx_portal_duration(in, sizeof in, est - c->now);
+        gx_duration_words(est - c->now, in, sizeof in);
         gx_portal_putf(b, "<br><span class=\"est\">Expected to start by %H (in %H) at the latest: running work in its "
                           "queue reaches its time limit then.</span>", when, in);
     } else if (unlimited) {
-        gx_portal_put(b, "<br><span class=\"est\">No start estimate: work running in its queue has no time limit.</span>");
+        gx_sbuf_puts(b, "<br><span class=\"est\">No start estimate: work running in its queue has no time limit.</span>");
     } else {
-        gx_portal_put(b, "<br><span class=\"est\">No start estimate: it waits for more than the running work's time limits free.</span>");
+        gx_sbuf_puts(b, "<br><span class=\"est\">No start estimate: it waits for more than the running work's time limits free.</span>");
     }
     if (msg && *msg) gx_portal_putf(b, "<details><summary>Details</summary><p>%H</p></details>", msg);
-    gx_portal_put(b, "</div>");
+    gx_sbuf_puts(b, "</div>");
 }
 
 /* Time left for admitted work with a maximum execution time; -1 when unlimited. */
@@ -118,7 +120,8 @@ static int64_t time_left(const gx_portal_ctx *c, const json_t *wl)
 {
     json_int_t max = json_integer_value(json_object_get(wl, "maxExecutionTimeSeconds"));
     json_int_t used = json_integer_value(json_object_get(wl, "accumulatedPastExecutionTimeSeconds"));
-    int64_t at = gx_portal_parse_time(json_string_value(json_object_get(wl, "admittedAt")));
+    int64_t at = 0;
+    gx_time_parse(json_string_value(json_object_get(wl, "admittedAt")), &at);
     if (max <= 0 || !at) return -1;
     int64_t left = (int64_t)(max - used) * 1000 - (c->now - at);
     return left < 0 ? 0 : left;
@@ -137,13 +140,15 @@ static const char *gpus_of(const json_t *wl, char *out, size_t n)
     return out[0] ? out : "none";
 }
 
-static void row(gx_portal_ctx *c, gx_portal_buf *b, const json_t *w)
+static void row(gx_portal_ctx *c, gx_sbuf *b, const json_t *w)
 {
     const char *ns = json_string_value(json_object_get(w, "namespace")), *name = json_string_value(json_object_get(w, "name"));
     const char *phase = json_string_value(json_object_get(w, "phase"));
     const char *state = json_string_value(json_object_get(w, "state"));
     char g[128], age[32], left[32];
-    gx_portal_duration(age, sizeof age, c->now - gx_portal_parse_time(json_string_value(json_object_get(w, "createdAt"))));
+    int64_t created = 0;
+    gx_time_parse(json_string_value(json_object_get(w, "createdAt")), &created);
+    gx_duration_words(c->now - created, age, sizeof age);
     gx_portal_putf(b, "<tr data-phase=\"%H\"><td><a href=\"/ui/workloads/%U/%U\">%H</a><div class=\"sub\">%H · %H</div></td>"
                       "<td>", phase, ns, name, name, ns, json_string_value(json_object_get(w, "queueName")));
     gx_portal_badge(b, phase);
@@ -151,9 +156,9 @@ static void row(gx_portal_ctx *c, gx_portal_buf *b, const json_t *w)
     if (state && !strcmp(state, "Pending")) gx_portal_why(c, w, b);
     else if (state && !strcmp(state, "Admitted")) {
         int64_t l = time_left(c, w);
-        gx_portal_duration(left, sizeof left, l);
+        gx_duration_words(l, left, sizeof left);
         if (l >= 0) gx_portal_putf(b, "<span class=\"left\">%H left before its time limit</span>", left);
-        else gx_portal_put(b, "<span class=\"left\">no time limit</span>");
+        else gx_sbuf_puts(b, "<span class=\"left\">no time limit</span>");
     } else {
         gx_portal_putf(b, "%H", json_string_value(json_object_get(w, "message")));
     }
@@ -162,8 +167,8 @@ static void row(gx_portal_ctx *c, gx_portal_buf *b, const json_t *w)
 
 void gx_portal_home(gx_portal_ctx *c)
 {
-    gx_portal_buf b;
-    gx_portal_buf_init(&b);
+    gx_sbuf b;
+    gx_sbuf_init(&b);
     gx_portal_page_begin(c, &b, "My work", "home");
     json_t *all = my_workloads(c);
     size_t i, running = 0, pending = 0;
@@ -173,26 +178,26 @@ void gx_portal_home(gx_portal_ctx *c)
         running += !strcmp(st, "Admitted");
         pending += !strcmp(st, "Pending");
     }
-    gx_portal_put(&b, "<p class=\"actions\"><a class=\"button primary\" href=\"/ui/new\">Request GPUs</a></p>");
-    gx_portal_put(&b, "<section id=\"work\" data-refresh=\"2\" aria-live=\"polite\">");
+    gx_sbuf_puts(&b, "<p class=\"actions\"><a class=\"button primary\" href=\"/ui/new\">Request GPUs</a></p>");
+    gx_sbuf_puts(&b, "<section id=\"work\" data-refresh=\"2\" aria-live=\"polite\">");
     gx_portal_putf(&b, "<ul class=\"stats\"><li><b>%zu</b> running</li><li><b>%zu</b> waiting</li><li><b>%zu</b> in all</li></ul>",
                    running, pending, json_array_size(all));
     if (!json_array_size(all)) {
-        gx_portal_put(&b, "<p class=\"empty\">Nothing here yet. <a href=\"/ui/new\">Request a GPU from a template</a>: "
+        gx_sbuf_puts(&b, "<p class=\"empty\">Nothing here yet. <a href=\"/ui/new\">Request a GPU from a template</a>: "
                           "a notebook, a training run, a fine-tuning job or a model.</p>");
     } else {
-        gx_portal_put(&b, "<table class=\"list work\"><thead><tr><th scope=\"col\">Workload</th><th scope=\"col\">State</th>"
+        gx_sbuf_puts(&b, "<table class=\"list work\"><thead><tr><th scope=\"col\">Workload</th><th scope=\"col\">State</th>"
                           "<th scope=\"col\">GPUs</th><th scope=\"col\">Why / when</th><th scope=\"col\">Age</th></tr></thead><tbody>");
         /* newest first: what someone just asked for is what they look for; at most
          * HOME_ROWS rows keep the page (and its estimates) quick */
         size_t shown = 0;
         for (size_t k = json_array_size(all); k-- > 0 && shown < HOME_ROWS; shown++) row(c, &b, json_array_get(all, k));
-        gx_portal_put(&b, "</tbody></table>");
+        gx_sbuf_puts(&b, "</tbody></table>");
         if (json_array_size(all) > HOME_ROWS)
             gx_portal_putf(&b, "<p class=\"sub\">The newest %d of %zu workloads; <code>gpuaas ls</code> lists them all.</p>",
                            HOME_ROWS, json_array_size(all));
     }
-    gx_portal_put(&b, "</section>");
+    gx_sbuf_puts(&b, "</section>");
     json_decref(all);
     gx_portal_page_end(c, &b, 200);
 }
@@ -221,7 +226,7 @@ static void human_time(const char *t, char *out, size_t n)
     snprintf(out, n, "%.10s %.8s UTC", t, t + 11);
 }
 
-static void timeline(gx_portal_buf *b, const json_t *w)
+static void timeline(gx_sbuf *b, const json_t *w)
 {
     const json_t *conds = json_object_get(w, "conditions");
     size_t n = json_array_size(conds), i;
@@ -244,16 +249,16 @@ static void timeline(gx_portal_buf *b, const json_t *w)
                        json_string_value(json_object_get(v[i], "type")), !strcmp(st, "True") ? "" : "(not yet)",
                        json_string_value(json_object_get(v[i], "message")));
     }
-    gx_portal_put(b, "</ol>");
+    gx_sbuf_puts(b, "</ol>");
     free(v);
 }
 
-static void devices(gx_portal_buf *b, const json_t *w)
+static void devices(gx_sbuf *b, const json_t *w)
 {
     const json_t *pl = json_object_get(w, "placement");
-    gx_portal_put(b, "<h2>Devices</h2>");
-    if (!json_array_size(pl)) { gx_portal_put(b, "<p class=\"sub\">No devices yet: they are chosen when it is admitted.</p>"); return; }
-    gx_portal_put(b, "<table class=\"list\"><thead><tr><th scope=\"col\">Pod</th><th scope=\"col\">Node</th>"
+    gx_sbuf_puts(b, "<h2>Devices</h2>");
+    if (!json_array_size(pl)) { gx_sbuf_puts(b, "<p class=\"sub\">No devices yet: they are chosen when it is admitted.</p>"); return; }
+    gx_sbuf_puts(b, "<table class=\"list\"><thead><tr><th scope=\"col\">Pod</th><th scope=\"col\">Node</th>"
                      "<th scope=\"col\">GPU</th><th scope=\"col\">UUID</th></tr></thead><tbody>");
     size_t i, k;
     const json_t *p, *d;
@@ -263,16 +268,16 @@ static void devices(gx_portal_buf *b, const json_t *w)
                            (long long)json_integer_value(json_object_get(p, "pod")), json_string_value(json_object_get(p, "node")),
                            (long long)json_integer_value(json_object_get(d, "index")), json_string_value(json_object_get(d, "model")),
                            json_string_value(json_object_get(d, "uuid")));
-    gx_portal_put(b, "</tbody></table>");
+    gx_sbuf_puts(b, "</tbody></table>");
 }
 
 /* The pods that ran, with how each ended in Kubernetes' words (Completed, Error,
  * OOMKilled): a Job that failed says why without opening its log. */
-static void pods(gx_portal_buf *b, const json_t *w)
+static void pods(gx_sbuf *b, const json_t *w)
 {
     const json_t *ps = json_object_get(w, "pods");
     if (!json_array_size(ps)) return;
-    gx_portal_put(b, "<h2>Pods</h2><table class=\"list\"><thead><tr><th scope=\"col\">Pod</th><th scope=\"col\">State</th>"
+    gx_sbuf_puts(b, "<h2>Pods</h2><table class=\"list\"><thead><tr><th scope=\"col\">Pod</th><th scope=\"col\">State</th>"
                      "<th scope=\"col\">Reason</th><th scope=\"col\">Exit code</th></tr></thead><tbody>");
     size_t i;
     const json_t *p;
@@ -285,22 +290,22 @@ static void pods(gx_portal_buf *b, const json_t *w)
                        json_string_value(json_object_get(p, "state")),
                        json_string_value(json_object_get(p, "reason")) ?: "", code);
     }
-    gx_portal_put(b, "</tbody></table>");
+    gx_sbuf_puts(b, "</tbody></table>");
 }
 
-static void status_section(gx_portal_ctx *c, gx_portal_buf *b, const json_t *w)
+static void status_section(gx_portal_ctx *c, gx_sbuf *b, const json_t *w)
 {
     const char *state = json_string_value(json_object_get(w, "state")) ?: "";
     const char *phase = json_string_value(json_object_get(w, "phase"));
-    gx_portal_put(b, "<section id=\"status\" data-refresh=\"2\" aria-live=\"polite\"><p class=\"state\">");
+    gx_sbuf_puts(b, "<section id=\"status\" data-refresh=\"2\" aria-live=\"polite\"><p class=\"state\">");
     gx_portal_badge(b, phase);
     /* a waiting workload's message is in the "why" box below, in plain words first */
     if (strcmp(state, "Pending")) gx_portal_putf(b, " <span class=\"msg\">%H</span>", json_string_value(json_object_get(w, "message")));
-    gx_portal_put(b, "</p>");
+    gx_sbuf_puts(b, "</p>");
     if (!strcmp(state, "Pending")) gx_portal_why(c, w, b);
     char left[32], g[128];
     int64_t l = !strcmp(state, "Admitted") ? time_left(c, w) : -1;
-    gx_portal_duration(left, sizeof left, l);
+    gx_duration_words(l, left, sizeof left);
     gx_portal_putf(b, "<dl class=\"facts\"><dt>Queue</dt><dd>%H → %H</dd><dt>Priority</dt><dd>%H</dd><dt>GPUs</dt><dd>%H</dd>"
                       "<dt>Image</dt><dd><code>%H</code></dd><dt>Time left</dt><dd>%H</dd></dl>",
                    json_string_value(json_object_get(w, "queueName")), json_string_value(json_object_get(w, "clusterQueue")),
@@ -309,15 +314,15 @@ static void status_section(gx_portal_ctx *c, gx_portal_buf *b, const json_t *w)
     timeline(b, w);
     devices(b, w);
     pods(b, w);
-    gx_portal_put(b, "</section>");
+    gx_sbuf_puts(b, "</section>");
 }
 
 void gx_portal_workload(gx_portal_ctx *c, const char *ns, const char *name)
 {
     json_t *w = visible(c, ns, name);
     if (!w) { gx_portal_error_page(c, 404, "Not found", "No such workload in your namespaces."); return; }
-    gx_portal_buf b;
-    gx_portal_buf_init(&b);
+    gx_sbuf b;
+    gx_sbuf_init(&b);
     char title[300];
     snprintf(title, sizeof title, "%s/%s", ns, name);
     gx_portal_page_begin(c, &b, title, "home");
@@ -326,7 +331,7 @@ void gx_portal_workload(gx_portal_ctx *c, const char *ns, const char *name)
         gx_portal_putf(&b, "<form method=\"post\" action=\"/ui/workloads/%U/%U/cancel\" class=\"actions\" "
                            "data-confirm=\"Cancel %H? Its processes are stopped.\" data-progress=\"Cancelling…\">", ns, name, title);
         gx_portal_csrf_field(c, &b);
-        gx_portal_put(&b, "<button type=\"submit\" class=\"danger\">Cancel</button></form>");
+        gx_sbuf_puts(&b, "<button type=\"submit\" class=\"danger\">Cancel</button></form>");
     }
     status_section(c, &b, w);
     gx_portal_putf(&b, "<h2>Logs</h2><pre id=\"logs\" class=\"logs\" tabindex=\"0\" aria-label=\"Logs\" "
@@ -348,10 +353,10 @@ void gx_portal_workload_cancel(gx_portal_ctx *c, const char *ns, const char *nam
         gx_portal_error_page(c, e.status >= 400 ? e.status : 500, "Cannot cancel", e.msg);
         return;
     }
-    gx_portal_buf u;
-    gx_portal_buf_init(&u);
+    gx_sbuf u;
+    gx_sbuf_init(&u);
     gx_portal_putf(&u, "/ui/workloads/%U/%U", ns, name);
     snprintf(to, sizeof to, "%s", u.p);
-    gx_portal_buf_free(&u);
+    gx_sbuf_free(&u);
     gx_portal_redirect(c, to);
 }

@@ -91,15 +91,13 @@ void gx_portal_account_page(gx_portal_ctx *c, const char *note, const char *erro
 void gx_portal_account_post(gx_portal_ctx *c);
 
 /* layout.c */
-void gx_portal_page_begin(gx_portal_ctx *c, gx_portal_buf *b, const char *title, const char *nav);
-void gx_portal_page_end(gx_portal_ctx *c, gx_portal_buf *b, int status);
-void gx_portal_csrf_field(gx_portal_ctx *c, gx_portal_buf *b);
-void gx_portal_badge(gx_portal_buf *b, const char *phase);
+void gx_portal_page_begin(gx_portal_ctx *c, gx_sbuf *b, const char *title, const char *nav);
+void gx_portal_page_end(gx_portal_ctx *c, gx_sbuf *b, int status);
+void gx_portal_csrf_field(gx_portal_ctx *c, gx_sbuf *b);
+void gx_portal_badge(gx_sbuf *b, const char *phase);
 void gx_portal_error_page(gx_portal_ctx *c, int status, const char *title, const char *msg);
 void gx_portal_redirect(gx_portal_ctx *c, const char *to);
-void gx_portal_bar(gx_portal_buf *b, double used, double total, const char *label);
-void gx_portal_duration(char *out, size_t n, int64_t ms);
-int64_t gx_portal_parse_time(const char *rfc3339);
+void gx_portal_bar(gx_sbuf *b, double used, double total, const char *label);
 /* Templates applied, sorted by name (new array of manifests). */
 json_t *gx_portal_templates(const gx_daemon *d);
 
@@ -108,7 +106,7 @@ void gx_portal_home(gx_portal_ctx *c);
 void gx_portal_workload(gx_portal_ctx *c, const char *ns, const char *name);
 void gx_portal_workload_cancel(gx_portal_ctx *c, const char *ns, const char *name);
 /* plain words for why a workload waits, and when it may start */
-void gx_portal_why(gx_portal_ctx *c, const json_t *wl, gx_portal_buf *b);
+void gx_portal_why(gx_portal_ctx *c, const json_t *wl, gx_sbuf *b);
 
 /* pages_new.c: catalog, form, review, submit */
 void gx_portal_catalog(gx_portal_ctx *c);

@@ -18,6 +18,7 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+#include "lib/alloc.h"
 #include "run/cgroup.h"
 
 enum {
@@ -44,13 +45,13 @@ typedef struct cg_hier {
 
 /* ---- small file and path helpers ---- */
 
-/* getline, aborting when memory is exhausted (the house rule) instead of taking the
- * failure for the end of the file. */
+/* getline, failing through lib/alloc when memory is exhausted (the house rule) instead
+ * of taking the failure for the end of the file. */
 static ssize_t xgetline(char **line, size_t *cap, FILE *f)
 {
     errno = 0;
     ssize_t k = getline(line, cap, f);
-    if (k < 0 && errno == ENOMEM) abort();
+    if (k < 0 && errno == ENOMEM) gx_alloc_fail(*cap);
     return k;
 }
 
@@ -483,11 +484,7 @@ static int procs_read(const char *path, pid_t **v, size_t *cap)
         errno = 0;
         long p = strtol(line, &end, 10);
         if (errno || end == line || p <= 0 || p > INT_MAX) continue;
-        if ((size_t)n == *cap) {
-            *cap = *cap ? *cap * 2 : 64;
-            *v = realloc(*v, *cap * sizeof **v);
-            if (!*v) abort();
-        }
+        *v = gx_xgrow(*v, cap, (size_t)n + 1, sizeof **v);
         (*v)[n++] = (pid_t)p;
     }
     int bad = ferror(f);

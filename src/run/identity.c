@@ -2,6 +2,7 @@
 #include <pwd.h>
 #include <stdlib.h>
 #include <string.h>
+#include "lib/alloc.h"
 #include "run/identity.h"
 #include "store/identities.h"
 
@@ -15,8 +16,7 @@ gx_identity *gx_identity_open(const gx_run_config *rc, gx_store *st, gx_err *err
 {
     json_t *given = gx_store_identities(st, err);
     if (!given) return NULL;
-    gx_identity *id = calloc(1, sizeof *id);
-    if (!id) abort();
+    gx_identity *id = gx_xcalloc(1, sizeof *id);
     id->rc = rc;
     id->st = st;
     id->given = given;

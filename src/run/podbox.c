@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "core/quantity.h"
+#include "lib/alloc.h"
 #include "run/podbox.h"
 #include "run/proc.h"
 #include "run/sandbox.h"
@@ -50,8 +51,7 @@ gx_podbox *gx_podbox_open(const gx_run_config *rc, const char *data_dir, gx_stor
 {
     gx_identity *ids = gx_identity_open(rc, st, err);
     if (!ids) return NULL;
-    gx_podbox *b = calloc(1, sizeof *b);
-    if (!b) abort();
+    gx_podbox *b = gx_xcalloc(1, sizeof *b);
     b->rc = rc;
     b->ids = ids;
     snprintf(b->data_dir, sizeof b->data_dir, "%s", data_dir);
@@ -100,10 +100,8 @@ void gx_podbox_release(gx_podbox *b, const char *cgroup)
     gx_cgroup_kill(&b->cg, cgroup);
     gx_err e;
     if (!gx_cgroup_remove(&b->cg, cgroup, &e)) return;
-    char **l = realloc(b->leftover, (b->nleftover + 1) * sizeof *l);
-    if (!l || !(l[b->nleftover] = strdup(cgroup))) abort();
-    b->leftover = l;
-    b->nleftover++;
+    b->leftover = gx_xreallocarray(b->leftover, b->nleftover + 1, sizeof *b->leftover);
+    b->leftover[b->nleftover++] = gx_xstrdup(cgroup);
 }
 
 int64_t gx_podbox_tick(gx_podbox *b, int64_t now_ms)

@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "lib/alloc.h"
 #include "run/podspec.h"
 
 static const json_t *path_get(const json_t *v, const char *const *keys)
@@ -137,10 +138,10 @@ int gx_podspec_read(const json_t *job, gx_podspec *out, gx_err *err)
     return gx_podspec_read_volumes(podspec, c, base, out, err);
 }
 
+/* Append s (already malloc'd, owned by the vector) and keep the NULL at the end. */
 static void vec_push(char ***v, size_t *n, char *s)
 {
-    char **nv = realloc(*v, (*n + 2) * sizeof *nv);
-    if (!nv || !s) abort();
+    char **nv = gx_xreallocarray(*v, *n + 2, sizeof *nv);
     nv[(*n)++] = s;
     nv[*n] = NULL;
     *v = nv;
@@ -155,7 +156,7 @@ char **gx_podspec_argv(const gx_podspec *ps)
         const json_t *arr = json_object_get(ps->container, lists[l]);
         size_t i;
         json_t *x;
-        json_array_foreach(arr, i, x) vec_push(&v, &n, strdup(json_string_value(x)));
+        json_array_foreach(arr, i, x) vec_push(&v, &n, gx_xstrdup(json_string_value(x)));
     }
     return v;
 }
@@ -163,8 +164,7 @@ char **gx_podspec_argv(const gx_podspec *ps)
 static char *kv(const char *k, const char *val)
 {
     size_t n = strlen(k) + strlen(val) + 2;
-    char *s = malloc(n);
-    if (!s) abort();
+    char *s = gx_xmalloc(n);
     snprintf(s, n, "%s=%s", k, val);
     return s;
 }
@@ -206,7 +206,7 @@ char **gx_podspec_envp(const gx_podspec *ps, const char *key, int index, const c
     vec_push(&v, &n, kv("CUDA_VISIBLE_DEVICES", gpu_uuids));
     vec_push(&v, &n, kv("NVIDIA_VISIBLE_DEVICES", *gpu_uuids ? gpu_uuids : "void"));
     /* before the Job's own env: getenv() takes the first, so a Job cannot override them */
-    for (int i = 0; extra_env && extra_env[i]; i++) vec_push(&v, &n, strdup(extra_env[i]));
+    for (int i = 0; extra_env && extra_env[i]; i++) vec_push(&v, &n, gx_xstrdup(extra_env[i]));
     size_t i;
     json_t *e;
     json_array_foreach(env, i, e) {

@@ -13,6 +13,7 @@
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include "lib/alloc.h"
 #include "run/proc.h"
 
 uint64_t gx_proc_start_time(pid_t pid)
@@ -113,8 +114,7 @@ static char **shim_argv(const gx_proc_spec *spec, const gx_proc_contain *c)
     size_t n = 0;
     while (spec->argv[n]) n++;
     int ncg = c && c->cgroup_files ? c->ncgroup_files : 0;
-    char **av = calloc(n + 7 + 2 * (size_t)(ncg > 0 ? ncg : 0), sizeof *av);
-    if (!av) abort();
+    char **av = gx_xcalloc(n + 7 + 2 * (size_t)(ncg > 0 ? ncg : 0), sizeof *av);
     size_t k = 0;
     av[k++] = "gpuaas-shim";
     av[k++] = (char *)spec->exit_path;

@@ -18,13 +18,14 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include "lib/alloc.h"
 #include "run/proc.h"
 #include "run/sandbox.h"
 
 extern char **environ;
 
-/* A growing NULL-terminated vector of malloc'd strings. Out of memory aborts, as
- * everywhere in the daemon. */
+/* A growing NULL-terminated vector of malloc'd strings (lib/alloc: out of memory
+ * aborts there). */
 typedef struct strvec {
     char **v;
     size_t n, cap;
@@ -32,13 +33,8 @@ typedef struct strvec {
 
 static void push(strvec *a, const char *s)
 {
-    if (a->n + 2 > a->cap) {
-        a->cap = a->cap ? a->cap * 2 : 64;
-        a->v = realloc(a->v, a->cap * sizeof *a->v);
-        if (!a->v) abort();
-    }
-    a->v[a->n] = strdup(s);
-    if (!a->v[a->n]) abort();
+    a->v = gx_xgrow(a->v, &a->cap, a->n + 2, sizeof *a->v);
+    a->v[a->n] = gx_xstrdup(s);
     a->v[++a->n] = NULL;
 }
 
@@ -100,8 +96,7 @@ static int check_spec(const gx_sandbox_spec *s, int need_work, gx_err *err)
 static void push_bind(strvec *a, const char *how, const char *src, const char *dst)
 {
     size_t n = strlen(dst);
-    char *anc = strdup(dst);
-    if (!anc) abort();
+    char *anc = gx_xstrdup(dst);
     for (size_t i = 1; i < n; i++) {
         if (dst[i] != '/' || dst[i - 1] == '/') continue;
         anc[i] = 0;

@@ -14,6 +14,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include "core/engine.h"
+#include "lib/alloc.h"
+#include "lib/gxtime.h"
+#include "lib/opts.h"
 #include "lib/strmap.h"
 #include "lib/yaml.h"
 #include "sim/sim.h"
@@ -46,22 +49,15 @@ typedef struct obj_rec { json_t *obj; const char *file; int line, base; char *te
 typedef struct sim {
     gx_engine *e;
     gx_engine_opts opts;
-    wl_rec *w; long nw, capw;
-    obj_rec *o; long no, capo;
-    event *h; long nh, caph;
+    wl_rec *w; long nw; size_t capw;
+    obj_rec *o; long no; size_t capo;
+    event *h; long nh; size_t caph;
     long seq;
     gx_strmap keys;
     long n_admitted, n_preempted, n_finished, n_deactivated;
     int64_t last_t;
     FILE *out;
 } sim;
-
-static void *xrealloc(void *p, size_t n)
-{
-    void *q = realloc(p, n ? n : 1);
-    if (!q) { fputs("gpuaas sim scenario: out of memory\n", stderr); exit(1); }
-    return q;
-}
 
 /* ---- event heap --------------------------------------------------------------------- */
 
@@ -74,7 +70,7 @@ static int ev_less(const event *a, const event *b)
 
 static void ev_push(sim *s, event ev)
 {
-    if (s->nh == s->caph) { s->caph = s->caph ? s->caph * 2 : 1024; s->h = xrealloc(s->h, (size_t)s->caph * sizeof *s->h); }
+    s->h = gx_xgrow(s->h, &s->caph, (size_t)s->nh + 1, sizeof *s->h);
     ev.seq = s->seq++;
     long i = s->nh++;
     s->h[i] = ev;
@@ -104,29 +100,16 @@ static event ev_pop(sim *s)
 
 /* ---- input ---------------------------------------------------------------------------- */
 
-/* Go-style duration ("90s", "5m", "1h30m", "1.5s", "200ms") or plain seconds. */
+/* A duration ("90s", "5m", "1h30m", "1.5s", "200ms": lib/gxtime) or plain seconds ("90", "1.5"). */
 static int parse_duration(const char *s, int64_t *ms)
 {
     if (!s || !*s) return -1;
     char *end;
     double v = strtod(s, &end);
     if (end != s && !*end) { if (v < 0) return -1; *ms = (int64_t)(v * 1000.0 + 0.5); return 0; }
-    double total = 0;
-    const char *p = s;
-    while (*p) {
-        v = strtod(p, &end);
-        if (end == p || v < 0) return -1;
-        p = end;
-        double mul;
-        if (!strncmp(p, "ms", 2)) { mul = 1; p += 2; }
-        else if (*p == 's') { mul = 1000; p++; }
-        else if (*p == 'm') { mul = 60000; p++; }
-        else if (*p == 'h') { mul = 3600000; p++; }
-        else if (*p == 'd') { mul = 86400000; p++; }
-        else return -1;
-        total += v * mul;
-    }
-    *ms = (int64_t)(total + 0.5);
+    int64_t d = gx_duration_parse(s);
+    if (d < 0) return -1;
+    *ms = d;
     return 0;
 }
 
@@ -194,10 +177,10 @@ static int take_doc(sim *s, json_t *doc, const gx_linemap *lm, const char *file,
         }
         char key[600];
         gx_engine_spec_key(spec, key, sizeof key);
-        if (s->nw == s->capw) { s->capw = s->capw ? s->capw * 2 : 1024; s->w = xrealloc(s->w, (size_t)s->capw * sizeof *s->w); }
+        s->w = gx_xgrow(s->w, &s->capw, (size_t)s->nw + 1, sizeof *s->w);
         wl_rec *w = &s->w[s->nw];
         memset(w, 0, sizeof *w);
-        w->key = strdup(key);
+        w->key = gx_xstrdup(key);
         w->spec = spec;
         w->run_ms = run;
         w->file = file;
@@ -207,8 +190,8 @@ static int take_doc(sim *s, json_t *doc, const gx_linemap *lm, const char *file,
         ev_push(s, ev);
         return 0;
     }
-    if (s->no == s->capo) { s->capo = s->capo ? s->capo * 2 : 64; s->o = xrealloc(s->o, (size_t)s->capo * sizeof *s->o); }
-    s->o[s->no] = (obj_rec){json_incref(doc), file, line, base, strndup(text, tlen)};
+    s->o = gx_xgrow(s->o, &s->capo, (size_t)s->no + 1, sizeof *s->o);
+    s->o[s->no] = (obj_rec){json_incref(doc), file, line, base, gx_xstrndup(text, tlen)};
     event ev = {at, EV_APPLY, 0, s->no, 0};
     s->no++;
     ev_push(s, ev);
@@ -222,11 +205,11 @@ static int load_file(sim *s, const char *file)
     FILE *f = fopen(file, "rb");
     if (!f) { fprintf(stderr, "gpuaas sim scenario: %s: cannot open\n", file); return -1; }
     size_t cap = 1 << 16, n = 0;
-    char *buf = xrealloc(NULL, cap);
+    char *buf = gx_xmalloc(cap);
     size_t r;
     while ((r = fread(buf + n, 1, cap - n, f)) > 0) {
         n += r;
-        if (n == cap) { cap *= 2; buf = xrealloc(buf, cap); }
+        if (n == cap) buf = gx_xgrow(buf, &cap, cap + 1, 1);
     }
     fclose(f);
     size_t start = 0;
@@ -348,7 +331,7 @@ static void set_cq(wl_rec *w, const char *cq)
 {
     if (!cq || (w->cq && !strcmp(w->cq, cq))) return;
     free(w->cq);
-    w->cq = strdup(cq);
+    w->cq = gx_xstrdup(cq);
 }
 
 static void handle_actions(sim *s, int64_t t, gx_action *acts, size_t n)
@@ -440,6 +423,14 @@ static int step(sim *s, int64_t t)
     return 0;
 }
 
+static const gx_opt scenario_opts[] = {
+    {"fair-sharing", 0, NULL, "enable fair sharing whatever the Configuration says"},
+    {"output", 'o', "OUT", "write the events to OUT instead of stdout"},
+    {"help", 'h', NULL, "this help"},
+    {0},
+};
+static const gx_opt *const scenario_sets[] = {scenario_opts, NULL};
+
 static void usage(FILE *f)
 {
     fputs("usage: gpuaas sim scenario [--fair-sharing] [-o OUT] FILE...\n"
@@ -450,36 +441,43 @@ static void usage(FILE *f)
           "Kueue Workloads annotated with gpuaas.dev/submit-at (e.g. 90s) and\n"
           "gpuaas.dev/run-for (absent = runs forever). Several files form one scenario.\n"
           "Prints one JSON object per event, then {\"summary\": {...}}.\n", f);
+    gx_opts_usage(f, scenario_sets);
 }
 
 int gx_sim_scenario_main(int argc, char **argv)
 {
+    gx_opt_args a;
+    if (gx_opts_parse(scenario_sets, argc, argv, &a)) {
+        fprintf(stderr, "gpuaas sim scenario: %s\n", a.err);
+        usage(stderr);
+        gx_opts_free(&a);
+        return 2;
+    }
+    if (gx_opt_has(&a, "help") || !a.npos) {
+        int help = gx_opt_has(&a, "help");
+        usage(help ? stdout : stderr);
+        gx_opts_free(&a);
+        return help ? 0 : 2;
+    }
     sim s;
     memset(&s, 0, sizeof s);
     s.out = stdout;
-    gx_strmap_init(&s.keys);
-    int force_fair = 0, nfiles = 0, rc = 0;
-    const char *outpath = NULL;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) { usage(stdout); return 0; }
-        else if (!strcmp(argv[i], "--fair-sharing")) force_fair = 1;
-        else if (!strcmp(argv[i], "-o") && i + 1 < argc) outpath = argv[++i];
-        else if (argv[i][0] == '-' && argv[i][1]) { fprintf(stderr, "gpuaas sim scenario: unknown option %s\n", argv[i]); usage(stderr); return 2; }
-        else nfiles++;
+    int rc = 0;
+    const char *outpath = gx_opt_get(&a, "output");
+    if (outpath && !(s.out = fopen(outpath, "w"))) {
+        fprintf(stderr, "gpuaas sim scenario: cannot write %s\n", outpath);
+        gx_opts_free(&a);
+        return 2;
     }
-    if (!nfiles) { usage(stderr); return 2; }
-    if (outpath && !(s.out = fopen(outpath, "w"))) { fprintf(stderr, "gpuaas sim scenario: cannot write %s\n", outpath); return 2; }
+    gx_strmap_init(&s.keys);
     static char obuf[1 << 16];
     setvbuf(s.out, obuf, _IOFBF, sizeof obuf);
     /* The engine exists before the files are read (specs are parsed with it); the
      * Configuration's fair sharing flag is applied by re-creating it when needed. */
     gx_engine_opts o0 = {0};
     s.e = gx_engine_new(&o0);
-    for (int i = 1; i < argc && rc == 0; i++) {
-        if (argv[i][0] == '-' && argv[i][1]) { if (!strcmp(argv[i], "-o")) i++; continue; }
-        rc = load_file(&s, argv[i]) < 0 ? 1 : 0;
-    }
-    if (rc == 0 && (s.opts.fair_sharing || force_fair)) {
+    for (int i = 0; i < a.npos && rc == 0; i++) rc = load_file(&s, a.pos[i]) < 0 ? 1 : 0;
+    if (rc == 0 && (s.opts.fair_sharing || gx_opt_has(&a, "fair-sharing"))) {
         s.opts.fair_sharing = 1;
         gx_engine_set_fair_sharing(s.e, 1);
     }
@@ -508,5 +506,6 @@ int gx_sim_scenario_main(int argc, char **argv)
     free(s.h);
     gx_strmap_free(&s.keys);
     gx_engine_free(s.e);
+    gx_opts_free(&a);
     return rc;
 }

@@ -9,6 +9,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "lib/alloc.h"
+#include "lib/opts.h"
 #include "sim/sim.h"
 #include "sim/trace_internal.h"
 
@@ -107,18 +109,31 @@ static int parse_double(const char *s, double lo, double hi, double *out)
     return 0;
 }
 
-static bool takes_value(const char *flag)
-{
-    static const char *const f[] = { "--nodes", "--pods", "--policy", "--svg", "--expected",
-                                     "-o", "--output", "--seeds", "--tune", "--coverage",
-                                     "--time-scale", "--perturb", "--perturb-seed" };
-    for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
-        if (!strcmp(f[i], flag)) return true;
-    return false;
-}
+static const gx_opt trace_opts[] = {
+    {"nodes", 0, "FILE", "node list"},
+    {"pods", 0, "FILE", "pod list"},
+    {"policy", 0, "LIST", "comma-separated policies, or 'all'"},
+    {"seeds", 0, "SPEC", "A-B or A,B,C"},
+    {"tune", 0, "X", "sample arrivals up to X times the GPU capacity"},
+    {"coverage", 0, "X", "most frequent pod types covering X of the pods"},
+    {"output", 'o', "FMT", "table or json"},
+    {"svg", 0, "FILE", "write the allocation-ratio curves as SVG"},
+    {"expected", 0, "FILE", "published curves to compare with"},
+    {"perturb", 0, "SPEC", "derive a variant of the trace"},
+    {"perturb-seed", 0, "N", "seed of --perturb"},
+    {"timed", 0, NULL, "time-driven replay"},
+    {"no-sharing", 0, NULL, "with --timed: only the rounded-up replay"},
+    {"time-scale", 0, "K", "with --timed: divide arrival times by K"},
+    {"bound", 0, NULL, "also print an upper bound"},
+    {"help", 'h', NULL, "this help"},
+    {0},
+};
 
+/* Options into o. The texts of usage() above say what each one means. Returns 0, 1
+ * after --help, or 2 (the exit status) after a mistake, named on stderr. */
 static int parse_args(int argc, char **argv, opts *o)
 {
+    static const gx_opt *const sets[] = {trace_opts, NULL};
     memset(o, 0, sizeof *o);
     o->policies = GX_PLACE_DEFAULT_POLICY;
     o->tune = 1.3;
@@ -127,73 +142,67 @@ static int parse_args(int argc, char **argv, opts *o)
     o->out = "table";
     o->perturb_seed = 7;
     parse_seeds("42-51", o);
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-        bool takes = true;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) { usage(stdout); return 1; }
-        if (!strcmp(a, "--timed")) { o->timed = true; takes = false; }
-        else if (!strcmp(a, "--bound")) { o->bound = true; takes = false; }
-        else if (!strcmp(a, "--no-sharing")) { o->no_sharing = true; takes = false; }
-        else if (!takes_value(a)) {
-            fprintf(stderr, "gpuaas sim trace: unknown %s '%s' (see --help)\n",
-                    a[0] == '-' ? "flag" : "argument", a);
-            return 2;
-        } else if (!v) {
-            fprintf(stderr, "gpuaas sim trace: %s needs a value (see --help)\n", a);
-            return 2;
-        } else if (!strcmp(a, "--nodes")) o->nodes = v;
-        else if (!strcmp(a, "--pods")) o->pods = v;
-        else if (!strcmp(a, "--policy")) o->policies = v;
-        else if (!strcmp(a, "--svg")) o->svg = v;
-        else if (!strcmp(a, "--expected")) o->expected = v;
-        else if (!strcmp(a, "--perturb")) o->perturb = v;
-        else if (!strcmp(a, "--perturb-seed")) {
-            char *end;
-            o->perturb_seed = strtoull(v, &end, 10);
-            if (end == v || *end) {
-                fprintf(stderr, "gpuaas sim trace: --perturb-seed %s: an integer\n", v);
-                return 2;
-            }
+    gx_opt_args a;
+    int rc = 2;
+    const char *v;
+    if (gx_opts_parse(sets, argc, argv, &a)) {
+        fprintf(stderr, "gpuaas sim trace: %s (see --help)\n", a.err);
+        goto out;
+    }
+    if (gx_opt_has(&a, "help")) { usage(stdout); rc = 1; goto out; }
+    if (a.npos) {
+        fprintf(stderr, "gpuaas sim trace: unknown argument '%s' (see --help)\n", a.pos[0]);
+        goto out;
+    }
+    /* argv outlives a: the values point into it. */
+    o->timed = gx_opt_has(&a, "timed");
+    o->bound = gx_opt_has(&a, "bound");
+    o->no_sharing = gx_opt_has(&a, "no-sharing");
+    o->nodes = gx_opt_get(&a, "nodes");
+    o->pods = gx_opt_get(&a, "pods");
+    if ((v = gx_opt_get(&a, "policy"))) o->policies = v;
+    o->svg = gx_opt_get(&a, "svg");
+    o->expected = gx_opt_get(&a, "expected");
+    o->perturb = gx_opt_get(&a, "perturb");
+    if ((v = gx_opt_get(&a, "perturb-seed"))) {
+        char *end;
+        o->perturb_seed = strtoull(v, &end, 10);
+        if (end == v || *end) {
+            fprintf(stderr, "gpuaas sim trace: --perturb-seed %s: an integer\n", v);
+            goto out;
         }
-        else if (!strcmp(a, "-o") || !strcmp(a, "--output")) {
-            if (strcmp(v, "json") && strcmp(v, "table")) {
-                fprintf(stderr, "gpuaas sim trace: -o %s: use table or json\n", v);
-                return 2;
-            }
-            o->out = v;
-        } else if (!strcmp(a, "--seeds")) {
-            if (parse_seeds(v, o)) {
-                fprintf(stderr, "gpuaas sim trace: --seeds %s: use A-B or A,B,C (at most %d)\n",
-                        v, MAX_SEEDS);
-                return 2;
-            }
-        } else if (!strcmp(a, "--tune")) {
-            if (parse_double(v, 0.01, 4.0, &o->tune)) {
-                fprintf(stderr, "gpuaas sim trace: --tune %s: a number in (0, 4]\n", v);
-                return 2;
-            }
-        } else if (!strcmp(a, "--coverage")) {
-            if (parse_double(v, 0.01, 1.0, &o->coverage)) {
-                fprintf(stderr, "gpuaas sim trace: --coverage %s: a number in (0, 1]\n", v);
-                return 2;
-            }
-        } else if (!strcmp(a, "--time-scale")) {
-            if (parse_double(v, 1e-3, 1e6, &o->time_scale)) {
-                fprintf(stderr, "gpuaas sim trace: --time-scale %s: a positive number\n", v);
-                return 2;
-            }
-        } else {
-            fprintf(stderr, "gpuaas sim trace: unknown flag '%s' (see --help)\n", a);
-            return 2;
+    }
+    if ((v = gx_opt_get(&a, "output"))) {
+        if (strcmp(v, "json") && strcmp(v, "table")) {
+            fprintf(stderr, "gpuaas sim trace: -o %s: use table or json\n", v);
+            goto out;
         }
-        if (takes) i++;
+        o->out = v;
+    }
+    if ((v = gx_opt_get(&a, "seeds")) && parse_seeds(v, o)) {
+        fprintf(stderr, "gpuaas sim trace: --seeds %s: use A-B or A,B,C (at most %d)\n", v, MAX_SEEDS);
+        goto out;
+    }
+    if ((v = gx_opt_get(&a, "tune")) && parse_double(v, 0.01, 4.0, &o->tune)) {
+        fprintf(stderr, "gpuaas sim trace: --tune %s: a number in (0, 4]\n", v);
+        goto out;
+    }
+    if ((v = gx_opt_get(&a, "coverage")) && parse_double(v, 0.01, 1.0, &o->coverage)) {
+        fprintf(stderr, "gpuaas sim trace: --coverage %s: a number in (0, 1]\n", v);
+        goto out;
+    }
+    if ((v = gx_opt_get(&a, "time-scale")) && parse_double(v, 1e-3, 1e6, &o->time_scale)) {
+        fprintf(stderr, "gpuaas sim trace: --time-scale %s: a positive number\n", v);
+        goto out;
     }
     if (!o->nodes || !o->pods) {
         fprintf(stderr, "gpuaas sim trace: --nodes and --pods are required (see --help)\n");
-        return 2;
+        goto out;
     }
-    return 0;
+    rc = 0;
+out:
+    gx_opts_free(&a);
+    return rc;
 }
 
 /* Splits the policy list; "all" means every policy. Returns the count, -1 if unknown. */
@@ -344,8 +353,7 @@ static int write_svg(const opts *o, const result *r, int nr)
 static int run_arrivals(const opts *o, const gx_trace *t, const gx_place_workload *wl,
                         const gx_place_policy **pols, int np)
 {
-    result *r = calloc((size_t)np, sizeof *r);
-    if (!r) return 1;
+    result *r = gx_xcalloc((size_t)np, sizeof *r);
     gx_trace_replay_opts ro = { o->tune, wl };
     double bound = NAN, bfd = NAN;
     if (o->bound) {                      /* the same for every policy: one per seed */
@@ -468,10 +476,9 @@ int gx_sim_trace_main(int argc, char **argv)
         return 2;
     }
     /* FGD's target workload: the trace's pod types before sampling */
-    gx_place_pod *reqs = malloc(t.npods * sizeof *reqs);
+    gx_place_pod *reqs = gx_xreallocarray(NULL, t.npods, sizeof *reqs);
     gx_place_type types[256];
     gx_place_workload wl = { 0, types, 0.95 };
-    if (!reqs) { gx_trace_free(&t); return 1; }
     for (size_t i = 0; i < t.npods; i++) reqs[i] = t.pods[i].req;
     wl.n = gx_place_workload_from_pods(reqs, t.npods, types, 256);
     wl.coverage = o.coverage;

@@ -17,6 +17,7 @@
  * bound is the smallest over all e (e = 0 is "allocation <= capacity"). */
 #include <stdlib.h>
 
+#include "lib/alloc.h"
 #include "sim/trace_internal.h"
 
 /* The pods of arr[] that arrive until `at` x capacity: their GPU milli in total, and in
@@ -54,8 +55,7 @@ static double must_drop(const double *cnt, double gpus_milli, int e)
 
 double gx_trace_bound(const gx_trace *t, const int *arr, size_t na, double at)
 {
-    double *cnt = calloc(GX_PLACE_MILLI + 1, sizeof *cnt);
-    if (!cnt) return -1;
+    double *cnt = gx_xcalloc(GX_PLACE_MILLI + 1, sizeof *cnt);
     double cap = (double)t->gpu_milli, arrived = arrivals(t, arr, na, at, cnt);
     double best = arrived;
     for (int e = 0; e < GX_PLACE_MILLI / 2; e++) {
@@ -72,9 +72,8 @@ double gx_trace_bound(const gx_trace *t, const int *arr, size_t na, double at)
  * reference for what a packer that saw every arrival in advance gets. */
 double gx_trace_offline_bfd(const gx_trace *t, const int *arr, size_t na, double at)
 {
-    double *cnt = calloc(GX_PLACE_MILLI + 1, sizeof *cnt);
-    double *room = calloc(GX_PLACE_MILLI + 1, sizeof *room);   /* GPUs per free milli */
-    if (!cnt || !room) { free(cnt); free(room); return -1; }
+    double *cnt = gx_xcalloc(GX_PLACE_MILLI + 1, sizeof *cnt);
+    double *room = gx_xcalloc(GX_PLACE_MILLI + 1, sizeof *room);   /* GPUs per free milli */
     double cap = (double)t->gpu_milli, placed = 0;
     arrivals(t, arr, na, at, cnt);
     room[GX_PLACE_MILLI] = (double)t->gpus;

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/alloc.h"
 #include "sim/trace_internal.h"
 
 #define MAX_FIELDS 32
@@ -31,14 +32,12 @@ static int csv_open(csv *c, const char *path, char *err, size_t errlen)
         return -1;
     }
     size_t cap = 1 << 20, len = 0;
-    c->buf = malloc(cap + 1);
-    while (c->buf) {
+    c->buf = gx_xmalloc(cap + 1);
+    for (;;) {
         size_t r = fread(c->buf + len, 1, cap - len, fp);
         len += r;
         if (len < cap) break;
-        char *bigger = realloc(c->buf, 2 * cap + 1);
-        if (!bigger) { free(c->buf); c->buf = NULL; break; }
-        c->buf = bigger;
+        c->buf = gx_xrealloc(c->buf, 2 * cap + 1);
         cap *= 2;
     }
     int bad = ferror(fp);
@@ -127,7 +126,8 @@ static int load_nodes(const char *path, gx_trace *t, char *err, size_t errlen)
 {
     csv c;
     if (csv_open(&c, path, err, errlen)) return -1;
-    int rc = -1, cap = 0, ix[4];
+    int rc = -1, ix[4];
+    size_t cap = 0;
     static const char *const names[] = { "cpu_milli", "memory_mib", "gpu", "model" };
     if (!csv_next(&c)) { snprintf(err, errlen, "%s: empty file", path); goto out; }
     if (need_cols(&c, names, ix, 4, err, errlen)) goto out;
@@ -149,12 +149,7 @@ static int load_nodes(const char *path, gx_trace *t, char *err, size_t errlen)
                      GX_PLACE_MAX_MODELS);
             goto out;
         }
-        if (t->nnodes == cap) {
-            cap = cap ? 2 * cap : 1024;
-            gx_place_node *bigger = realloc(t->nodes, (size_t)cap * sizeof *bigger);
-            if (!bigger) { snprintf(err, errlen, "out of memory"); goto out; }
-            t->nodes = bigger;
-        }
+        t->nodes = gx_xgrow(t->nodes, &cap, (size_t)t->nnodes + 1, sizeof *t->nodes);
         gx_place_node_init(&t->nodes[t->nnodes++], cpu, mem, mid, (int)gpu, 0);
         t->gpus += gpu;
     }
@@ -213,12 +208,7 @@ static int load_pods(const char *path, gx_trace *t, char *err, size_t errlen)
     ix[6] = col(&c, "deletion_time");
     t->has_times = ix[5] >= 0 && ix[6] >= 0;
     while (csv_next(&c)) {
-        if (t->npods == cap) {
-            cap = cap ? 2 * cap : 8192;
-            gx_trace_pod *bigger = realloc(t->pods, cap * sizeof *bigger);
-            if (!bigger) { snprintf(err, errlen, "out of memory"); goto out; }
-            t->pods = bigger;
-        }
+        t->pods = gx_xgrow(t->pods, &cap, t->npods + 1, sizeof *t->pods);
         if (pod_from_fields(&c, ix, t, &t->pods[t->npods], err, errlen)) goto out;
         t->npods++;
     }

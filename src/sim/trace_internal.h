@@ -58,8 +58,8 @@ typedef struct gx_trace_replay_opts {
 int gx_trace_replay(const gx_trace *t, const gx_place_policy *pol, uint64_t seed,
                     const gx_trace_replay_opts *o, gx_trace_run *out);
 
-/* The replay's arrival sequence for `seed` (pod indices, *count of them; malloc'd, NULL
- * when out of memory); the replay of the same seed sees exactly this sequence. */
+/* The replay's arrival sequence for `seed` (pod indices, *count of them; malloc'd, never
+ * NULL); the replay of the same seed sees exactly this sequence. */
 int *gx_trace_arrivals(const gx_trace *t, uint64_t seed, double tune, size_t *count);
 
 /* trace_bound.c: an upper bound (%) on the allocation ratio any placement reaches once

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/alloc.h"
 #include "sim/trace_internal.h"
 
 static void drop_nodes(gx_trace *t, gx_trace_rng *r, double keep, int model)
@@ -33,8 +34,7 @@ static bool is_cpu_only(const gx_place_pod *p) { return p->num_gpu == 0; }
 static size_t pick(const gx_trace *t, bool (*pred)(const gx_place_pod *), int **out)
 {
     size_t n = 0;
-    *out = malloc((t->npods + 1) * sizeof **out);
-    if (!*out) return 0;
+    *out = gx_xreallocarray(NULL, t->npods + 1, sizeof **out);
     for (size_t i = 0; i < t->npods; i++)
         if (pred(&t->pods[i].req)) (*out)[n++] = (int)i;
     return n;
@@ -115,9 +115,7 @@ static int scale_cpu_only(gx_trace *t, gx_trace_rng *r, double x)
             if (t->pods[i].created >= 0) t->pods[j++] = t->pods[i];
         t->npods = j;
     } else if (want > nc && nc > 0) {
-        gx_trace_pod *bigger = realloc(t->pods, (t->npods + want - nc) * sizeof *bigger);
-        if (!bigger) { free(c); return -1; }
-        t->pods = bigger;
+        t->pods = gx_xreallocarray(t->pods, t->npods + want - nc, sizeof *t->pods);
         for (size_t k = nc; k < want; k++) t->pods[t->npods++] = t->pods[c[gx_trace_rng_below(r, nc)]];
     }
     free(c);

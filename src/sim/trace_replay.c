@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/alloc.h"
 #include "sim/trace_internal.h"
 
 /* The arrival sequence for one seed: every trace pod once in shuffled order, then pods
@@ -16,8 +17,7 @@
 static int *arrivals_rng(const gx_trace *t, gx_trace_rng *r, double tune, size_t *count)
 {
     size_t n = t->npods, cap = n * 2 + 16, len = n;
-    int *a = malloc(cap * sizeof *a);
-    if (!a) return NULL;
+    int *a = gx_xreallocarray(NULL, cap, sizeof *a);
     for (size_t i = 0; i < n; i++) a[i] = (int)i;
     gx_trace_rng_shuffle(r, a, n);
     double target = tune * (double)t->gpu_milli;
@@ -28,12 +28,7 @@ static int *arrivals_rng(const gx_trace *t, gx_trace_rng *r, double tune, size_t
             int j = (int)gx_trace_rng_below(r, n);
             double g = (double)gx_place_pod_gpu_total(&t->pods[j].req);
             if (total + g > target) break;
-            if (len == cap) {
-                cap *= 2;
-                int *bigger = realloc(a, cap * sizeof *a);
-                if (!bigger) { free(a); return NULL; }
-                a = bigger;
-            }
+            a = gx_xgrow(a, &cap, len + 1, sizeof *a);
             a[len++] = j;
             total += g;
         }
@@ -69,13 +64,13 @@ int gx_trace_replay(const gx_trace *t, const gx_place_policy *pol, uint64_t seed
     gx_trace_rng_seed(&r, seed);
     size_t na = 0;
     int *arr = arrivals_rng(t, &r, o->tune, &na);
-    int *order = malloc((size_t)t->nnodes * sizeof *order);
-    gx_place_node *nodes = malloc((size_t)t->nnodes * sizeof *nodes);
+    int *order = gx_xreallocarray(NULL, (size_t)t->nnodes, sizeof *order);
+    gx_place_node *nodes = gx_xreallocarray(NULL, (size_t)t->nnodes, sizeof *nodes);
     gx_place_ctx *cx = gx_place_ctx_new(pol, o->wl, seed ^ UINT64_C(0x5eed));
-    double *sum = calloc((size_t)ncols, sizeof *sum);
-    size_t *cnt = calloc((size_t)ncols, sizeof *cnt);
+    double *sum = gx_xcalloc((size_t)ncols, sizeof *sum);
+    size_t *cnt = gx_xcalloc((size_t)ncols, sizeof *cnt);
     int rc = -1;
-    if (!arr || !order || !nodes || !cx || !sum || !cnt) goto out;
+    if (!cx) goto out;
 
     /* one fixed tie order per run: a seeded permutation of the nodes */
     for (int i = 0; i < t->nnodes; i++) order[i] = i;

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/alloc.h"
 #include "sim/trace_internal.h"
 
 typedef struct fin { double at; int pod; } fin;
@@ -120,8 +121,7 @@ static void finish(sim *s, fin f)
 static void figures(sim *s, gx_trace_timed_result *out, const int *by_arrival)
 {
     size_t n = s->t->npods, started = 0;
-    double *d = malloc(n * sizeof *d), first = s->arrive[by_arrival[0]];
-    if (!d) return;
+    double *d = gx_xreallocarray(NULL, n, sizeof *d), first = s->arrive[by_arrival[0]];
     for (size_t i = 0; i < n; i++) {
         if (s->start[i] < 0) continue;
         d[started++] = s->start[i] - s->arrive[i];

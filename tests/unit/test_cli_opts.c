@@ -1,98 +1,98 @@
-/* Unit tests of cli/opts (the option grammar) and cli/table (column layout and -o). */
+/* Unit tests of lib/opts (the option grammar) and cli/table (column layout and -o). */
 #include <criterion/criterion.h>
 #include <stdlib.h>
 #include <string.h>
-#include "cli/opts.h"
+#include "lib/opts.h"
 #include "cli/table.h"
 #include <criterion/redirect.h>
 
-static const gx_cli_opt cmd_opts[] = {
+static const gx_opt cmd_opts[] = {
     {"namespace", 'n', "NS", "namespace"},
     {"all-namespaces", 'A', NULL, "all"},
     {"filename", 'f', "FILE", "file"},
     {"state", 0, "S", "state"},
     {0},
 };
-static const gx_cli_opt common[] = {
+static const gx_opt common[] = {
     {"server", 0, "URL", "server"},
     {"help", 'h', NULL, "help"},
     {0},
 };
-static const gx_cli_opt *const sets[] = {cmd_opts, common, NULL};
+static const gx_opt *const sets[] = {cmd_opts, common, NULL};
 
-static int parse(gx_cli_args *a, int argc, char **argv)
+static int parse(gx_opt_args *a, int argc, char **argv)
 {
-    return gx_cli_opts_parse(sets, argc, argv, a);
+    return gx_opts_parse(sets, argc, argv, a);
 }
 
 #define ARGV(...) ((char *[]){__VA_ARGS__})
 #define ARGC(...) ((int)(sizeof((char *[]){__VA_ARGS__}) / sizeof(char *)))
 #define PARSE(a, ...) parse(a, ARGC(__VA_ARGS__), ARGV(__VA_ARGS__))
 
-Test(cli_opts, long_short_attached_and_equals)
+Test(opts, long_short_attached_and_equals)
 {
-    gx_cli_args a;
+    gx_opt_args a;
     cr_assert_eq(PARSE(&a, "ls", "-n", "team-a", "--state=Pending", "--server", "http://x", "-A"), 0, "%s", a.err);
-    cr_assert_str_eq(gx_cli_opt_get(&a, "namespace"), "team-a");
-    cr_assert_str_eq(gx_cli_opt_get(&a, "state"), "Pending");
-    cr_assert_str_eq(gx_cli_opt_get(&a, "server"), "http://x");
-    cr_assert(gx_cli_opt_has(&a, "all-namespaces"));
-    cr_assert_not(gx_cli_opt_has(&a, "help"));
+    cr_assert_str_eq(gx_opt_get(&a, "namespace"), "team-a");
+    cr_assert_str_eq(gx_opt_get(&a, "state"), "Pending");
+    cr_assert_str_eq(gx_opt_get(&a, "server"), "http://x");
+    cr_assert(gx_opt_has(&a, "all-namespaces"));
+    cr_assert_not(gx_opt_has(&a, "help"));
     cr_assert_eq(a.npos, 0);
-    gx_cli_opts_free(&a);
+    gx_opts_free(&a);
 
     cr_assert_eq(PARSE(&a, "ls", "-nteam-b", "--namespace", "team-c"), 0);
-    cr_assert_str_eq(gx_cli_opt_get(&a, "namespace"), "team-c", "the last one wins");
-    gx_cli_opts_free(&a);
+    cr_assert_str_eq(gx_opt_get(&a, "namespace"), "team-c", "the last one wins");
+    gx_opts_free(&a);
 }
 
-Test(cli_opts, positionals_repeats_and_stdin)
+Test(opts, positionals_repeats_and_stdin)
 {
-    gx_cli_args a;
+    gx_opt_args a;
     cr_assert_eq(PARSE(&a, "apply", "x", "-f", "a.yaml", "y", "-f", "-", "--", "-z", "--state"), 0, "%s", a.err);
-    cr_assert_eq(gx_cli_opt_count(&a, "filename"), 2);
-    cr_assert_str_eq(gx_cli_opt_nth(&a, "filename", 0), "a.yaml");
-    cr_assert_str_eq(gx_cli_opt_nth(&a, "filename", 1), "-", "a lone dash is a value (stdin)");
-    cr_assert_null(gx_cli_opt_nth(&a, "filename", 2));
+    cr_assert_eq(gx_opt_count(&a, "filename"), 2);
+    cr_assert_str_eq(gx_opt_nth(&a, "filename", 0), "a.yaml");
+    cr_assert_str_eq(gx_opt_nth(&a, "filename", 1), "-", "a lone dash is a value (stdin)");
+    cr_assert_null(gx_opt_nth(&a, "filename", 2));
     cr_assert_eq(a.npos, 4);
     cr_assert_str_eq(a.pos[0], "x");
     cr_assert_str_eq(a.pos[1], "y");
     cr_assert_str_eq(a.pos[2], "-z", "after -- everything is an argument");
     cr_assert_str_eq(a.pos[3], "--state");
-    gx_cli_opts_free(&a);
+    gx_opts_free(&a);
 }
 
-Test(cli_opts, mistakes_are_named)
+Test(opts, mistakes_are_named)
 {
-    gx_cli_args a;
+    gx_opt_args a;
     cr_assert_eq(PARSE(&a, "ls", "--bogus"), -1);
     cr_assert(strstr(a.err, "--bogus"), "%s", a.err);
-    gx_cli_opts_free(&a);
+    gx_opts_free(&a);
     cr_assert_eq(PARSE(&a, "ls", "-x"), -1);
     cr_assert(strstr(a.err, "-x"), "%s", a.err);
-    gx_cli_opts_free(&a);
+    gx_opts_free(&a);
     cr_assert_eq(PARSE(&a, "ls", "-n"), -1, "missing value at the end");
     cr_assert(strstr(a.err, "needs a value"), "%s", a.err);
-    gx_cli_opts_free(&a);
+    gx_opts_free(&a);
     cr_assert_eq(PARSE(&a, "ls", "-n", "--state", "Pending"), -1, "an option is not a value");
-    gx_cli_opts_free(&a);
+    gx_opts_free(&a);
     cr_assert_eq(PARSE(&a, "ls", "--namespace=-odd"), 0, "but = forces one");
-    cr_assert_str_eq(gx_cli_opt_get(&a, "namespace"), "-odd");
-    gx_cli_opts_free(&a);
+    cr_assert_str_eq(gx_opt_get(&a, "namespace"), "-odd");
+    gx_opts_free(&a);
     cr_assert_eq(PARSE(&a, "ls", "--all-namespaces=yes"), -1, "a flag takes no value");
-    gx_cli_opts_free(&a);
+    gx_opts_free(&a);
     cr_assert_eq(PARSE(&a, "ls", "-Ah"), -1, "no bundling of flags");
-    gx_cli_opts_free(&a);
+    gx_opts_free(&a);
     cr_assert_eq(PARSE(&a, "ls", "--namespac", "x"), -1, "no prefix guessing");
-    gx_cli_opts_free(&a);
+    gx_opts_free(&a);
 }
 
-Test(cli_opts, usage_lists_every_option)
+Test(opts, usage_lists_every_option)
 {
     char *text = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&text, &len);
-    gx_cli_opts_usage(f, sets);
+    gx_opts_usage(f, sets);
     fclose(f);
     const char *want[] = {"-n, --namespace NS", "-A, --all-namespaces", "-f, --filename FILE", "--state S",
                           "--server URL", "-h, --help"};
@@ -115,8 +115,8 @@ Test(cli_table, widths_and_alignment)
     static const char *const h[] = {"NAME", "STATE", "REASON"};
     gx_cli_table *t = gx_cli_table_new(3, h);
     cr_assert_not_null(t);
-    cr_assert_eq(gx_cli_table_add(t, (const char *const[]){"train-1", "Running", NULL}), 0);
-    cr_assert_eq(gx_cli_table_add(t, (const char *const[]){"\xc3\xa4", "Pending", "no quota\nleft"}), 0);
+    gx_cli_table_add(t, (const char *const[]){"train-1", "Running", NULL});
+    gx_cli_table_add(t, (const char *const[]){"\xc3\xa4", "Pending", "no quota\nleft"});
     cr_assert_eq(gx_cli_table_rows(t), 2);
     cr_assert_eq(gx_cli_table_width(t, 0), 7);
     cr_assert_eq(gx_cli_table_width(t, 1), 7);
@@ -154,7 +154,7 @@ Test(cli_table, many_rows_grow)
     char buf[16];
     for (int i = 0; i < 1000; i++) {
         snprintf(buf, sizeof buf, "%d", i);
-        cr_assert_eq(gx_cli_table_add(t, (const char *const[]){buf}), 0);
+        gx_cli_table_add(t, (const char *const[]){buf});
     }
     cr_assert_eq(gx_cli_table_rows(t), 1000);
     cr_assert_eq(gx_cli_table_width(t, 0), 3);

@@ -6,6 +6,7 @@
 #include <criterion/criterion.h>
 #include <string.h>
 #include "lib/rng.h"
+#include "lib/gxtime.h"
 #include "maas/maas_int.h"
 
 static gx_maas_tier tier_of(const char *yaml_json)
@@ -24,13 +25,13 @@ static gx_maas_tier tier_of(const char *yaml_json)
 
 Test(maas_limits, durations)
 {
-    cr_assert_eq(gx_maas_duration("30s"), 30000);
-    cr_assert_eq(gx_maas_duration("5m"), 300000);
-    cr_assert_eq(gx_maas_duration("2h"), 7200000);
-    cr_assert_eq(gx_maas_duration("7d"), 604800000);
-    cr_assert_eq(gx_maas_duration("7"), -1);
-    cr_assert_eq(gx_maas_duration("-1d"), -1);
-    cr_assert_eq(gx_maas_duration("1w"), -1);
+    cr_assert_eq(gx_duration_parse("30s"), 30000);
+    cr_assert_eq(gx_duration_parse("5m"), 300000);
+    cr_assert_eq(gx_duration_parse("2h"), 7200000);
+    cr_assert_eq(gx_duration_parse("7d"), 604800000);
+    cr_assert_eq(gx_duration_parse("7"), -1);
+    cr_assert_eq(gx_duration_parse("-1d"), -1);
+    cr_assert_eq(gx_duration_parse("1w"), -1);
     char b[32];
     gx_maas_fmt_reset(20, b, sizeof b);
     cr_assert_str_eq(b, "20ms");

@@ -34,25 +34,25 @@ static json_t *file1(const char *path)
 
 Test(portal_html, escapes_every_dangerous_character)
 {
-    gx_portal_buf b;
-    gx_portal_buf_init(&b);
+    gx_sbuf b;
+    gx_sbuf_init(&b);
     gx_portal_esc(&b, "<script>alert('x')</script> & \"q\" `t` a=b");
     cr_assert_str_eq(b.p, "&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt; &amp; &quot;q&quot; &#96;t&#96; a&#61;b");
-    gx_portal_buf_free(&b);
+    gx_sbuf_free(&b);
 }
 
 Test(portal_html, formatter_escapes_H_and_encodes_U)
 {
-    gx_portal_buf b;
-    gx_portal_buf_init(&b);
+    gx_sbuf b;
+    gx_sbuf_init(&b);
     gx_portal_putf(&b, "<a href=\"/x/%U\" title=\"%H\">%s %d %zu %lld %.1f %%</a>", "a b/c", "\"><img>", "raw", -3, (size_t)7,
                    (long long)1 << 40, 2.25);
     cr_assert_str_eq(b.p, "<a href=\"/x/a%20b%2Fc\" title=\"&quot;&gt;&lt;img&gt;\">raw -3 7 1099511627776 2.2 %</a>");
-    char *s = gx_portal_buf_take(&b);
+    char *s = gx_sbuf_take(&b);
     cr_assert_eq(b.p, NULL);
     free(s);
     gx_portal_putf(&b, "%H", (const char *)NULL);
-    s = gx_portal_buf_take(&b);
+    s = gx_sbuf_take(&b);
     cr_assert_str_eq(s, "");
     free(s);
 }

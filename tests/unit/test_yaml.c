@@ -102,3 +102,55 @@ Test(yaml, manifest_json_list)
     const char *empty = "  \n";
     cr_assert_eq(gx_manifest_parse(empty, strlen(empty), &d, &e), -1);
 }
+
+/* The bug: `-o yaml` printed `pciBusId: 00000000:17:00.0`, which a YAML 1.1 reader
+ * (kubectl, PyYAML) takes for the sexagesimal float 1020.0. Every string that a 1.1 or
+ * 1.2 reader would read as a number, boolean, null or timestamp must come out quoted. */
+Test(yaml, emit_quotes_what_yaml11_reads_as_another_type)
+{
+    const char *typed[] = {"00000000:17:00.0", "1:20", "190:20:30", "0x1F", "0o17", "0b101", "017", "1_000",
+                           ".inf", "-.Inf", ".NaN", "1e3", "6.02E+23", "1.", "yes", "No", "ON", "off", "y", "N",
+                           "TRUE", "false", "~", "null", "NULL", "Null", "2026-12-01", "2026-12-01T15:56:48.123Z",
+                           "2001-12-14 21:59:43.10 -5", "<<", "=", "+12", "-0"};
+    for (size_t i = 0; i < sizeof typed / sizeof typed[0]; i++) {
+        json_t *o = json_pack("{s:s}", "v", typed[i]);
+        char *out = gx_yaml_emit(o);
+        char want[128];
+        snprintf(want, sizeof want, "v: \"%s\"\n", typed[i]);
+        cr_assert_str_eq(out, want, "'%s' must be quoted", typed[i]);
+        json_t *back = one(out);
+        cr_assert(json_equal(o, back), "'%s' does not read back", typed[i]);
+        free(out);
+        json_decref(back);
+        json_decref(o);
+    }
+}
+
+Test(yaml, emit_leaves_plain_what_reads_back_as_itself)
+{
+    const char *plain[] = {"nginx:1.2.3", "500m", "1.2.3", "-foo", "nvidia.com/gpu", "team-a", "10.0.0.1",
+                           "a:b", "yesterday", "nope", "0x", "12ab", "café", "H100-80GB", "2026-12-01x"};
+    for (size_t i = 0; i < sizeof plain / sizeof plain[0]; i++) {
+        json_t *o = json_pack("{s:s}", "v", plain[i]);
+        char *out = gx_yaml_emit(o);
+        char want[128];
+        snprintf(want, sizeof want, "v: %s\n", plain[i]);
+        cr_assert_str_eq(out, want, "'%s' need not be quoted", plain[i]);
+        free(out);
+        json_decref(o);
+    }
+}
+
+Test(yaml, emit_block_style_two_spaces_in_key_order)
+{
+    json_t *v = json_pack("{s:s, s:{s:[{s:s, s:i}, [i, i], []], s:{}, s:b, s:n, s:f}}", "kind", "Workload", "status",
+                          "pods", "name", "p-0", "index", 0, 1, 2, "empty", "ok", 1, "none", "ratio", 0.5);
+    char *out = gx_yaml_emit(v);
+    cr_assert_str_eq(out, "kind: Workload\nstatus:\n  pods:\n  - name: p-0\n    index: 0\n  - - 1\n    - 2\n  - []\n"
+                          "  empty: {}\n  ok: true\n  none: null\n  ratio: 0.5\n");
+    json_t *back = one(out);
+    cr_assert(json_equal(v, back));
+    free(out);
+    json_decref(back);
+    json_decref(v);
+}

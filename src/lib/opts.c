@@ -1,27 +1,28 @@
-/* cli/opts: the option parser and the "Options:" part of every usage text.
+/* opts: the option parser and the "Options:" part of every usage text.
  * Owns: the grammar described in opts.h. Values are never copied: they point into argv.
- * Must not: print (except gx_cli_opts_usage), exit, or know any command. */
+ * Must not: print (except gx_opts_usage), exit, or know any command. */
 #include <stdlib.h>
 #include <string.h>
-#include "cli/opts.h"
+#include "lib/alloc.h"
+#include "lib/opts.h"
 
-static const gx_cli_opt *find_long(const gx_cli_opt *const *sets, const char *name, size_t len)
+static const gx_opt *find_long(const gx_opt *const *sets, const char *name, size_t len)
 {
     for (; *sets; sets++)
-        for (const gx_cli_opt *o = *sets; o->lng; o++)
+        for (const gx_opt *o = *sets; o->lng; o++)
             if (strlen(o->lng) == len && !strncmp(o->lng, name, len)) return o;
     return NULL;
 }
 
-static const gx_cli_opt *find_short(const gx_cli_opt *const *sets, char c)
+static const gx_opt *find_short(const gx_opt *const *sets, char c)
 {
     for (; *sets; sets++)
-        for (const gx_cli_opt *o = *sets; o->lng; o++)
+        for (const gx_opt *o = *sets; o->lng; o++)
             if (o->shrt && o->shrt == c) return o;
     return NULL;
 }
 
-static void add(gx_cli_args *a, const gx_cli_opt *o, const char *val)
+static void add(gx_opt_args *a, const gx_opt *o, const char *val)
 {
     a->seen[a->nseen].opt = o;
     a->seen[a->nseen].val = val;
@@ -35,11 +36,11 @@ static int takes(const char *v)
 }
 
 /* "--name", "--name=value", "--name value". Returns how many argv entries it used, or -1. */
-static int parse_long(const gx_cli_opt *const *sets, char **argv, int i, int argc, gx_cli_args *a)
+static int parse_long(const gx_opt *const *sets, char **argv, int i, int argc, gx_opt_args *a)
 {
     const char *name = argv[i] + 2, *eq = strchr(name, '=');
     size_t len = eq ? (size_t)(eq - name) : strlen(name);
-    const gx_cli_opt *o = find_long(sets, name, len);
+    const gx_opt *o = find_long(sets, name, len);
     if (!o) {
         snprintf(a->err, sizeof a->err, "unknown option --%.*s", (int)(len > 64 ? 64 : len), name);
         return -1;
@@ -59,10 +60,10 @@ static int parse_long(const gx_cli_opt *const *sets, char **argv, int i, int arg
 }
 
 /* "-A", "-n value", "-nvalue". Flags cannot be bundled ("-Ax"): too easy to misread. */
-static int parse_short(const gx_cli_opt *const *sets, char **argv, int i, int argc, gx_cli_args *a)
+static int parse_short(const gx_opt *const *sets, char **argv, int i, int argc, gx_opt_args *a)
 {
     const char *s = argv[i];
-    const gx_cli_opt *o = find_short(sets, s[1]);
+    const gx_opt *o = find_short(sets, s[1]);
     if (!o) { snprintf(a->err, sizeof a->err, "unknown option -%c", s[1]); return -1; }
     if (!o->meta) {
         if (s[2]) { snprintf(a->err, sizeof a->err, "unknown option %s (-%c takes no value)", s, s[1]); return -1; }
@@ -78,13 +79,12 @@ static int parse_short(const gx_cli_opt *const *sets, char **argv, int i, int ar
     return 2;
 }
 
-int gx_cli_opts_parse(const gx_cli_opt *const *sets, int argc, char **argv, gx_cli_args *a)
+int gx_opts_parse(const gx_opt *const *sets, int argc, char **argv, gx_opt_args *a)
 {
     memset(a, 0, sizeof *a);
     size_t cap = argc > 0 ? (size_t)argc : 1;
-    a->seen = calloc(cap, sizeof *a->seen);
-    a->pos = calloc(cap, sizeof *a->pos);
-    if (!a->seen || !a->pos) { snprintf(a->err, sizeof a->err, "out of memory"); return -1; }
+    a->seen = gx_xcalloc(cap, sizeof *a->seen);
+    a->pos = gx_xcalloc(cap, sizeof *a->pos);
     int only_pos = 0;
     for (int i = 1; i < argc;) {
         const char *s = argv[i];
@@ -106,7 +106,7 @@ int gx_cli_opts_parse(const gx_cli_opt *const *sets, int argc, char **argv, gx_c
     return 0;
 }
 
-void gx_cli_opts_free(gx_cli_args *a)
+void gx_opts_free(gx_opt_args *a)
 {
     free(a->seen);
     free(a->pos);
@@ -115,33 +115,33 @@ void gx_cli_opts_free(gx_cli_args *a)
     a->nseen = a->npos = 0;
 }
 
-const char *gx_cli_opt_get(const gx_cli_args *a, const char *lng)
+const char *gx_opt_get(const gx_opt_args *a, const char *lng)
 {
     for (int i = a->nseen - 1; i >= 0; i--)
         if (!strcmp(a->seen[i].opt->lng, lng)) return a->seen[i].val;
     return NULL;
 }
 
-int gx_cli_opt_has(const gx_cli_args *a, const char *lng)
+int gx_opt_has(const gx_opt_args *a, const char *lng)
 {
-    return gx_cli_opt_get(a, lng) != NULL;
+    return gx_opt_get(a, lng) != NULL;
 }
 
-const char *gx_cli_opt_nth(const gx_cli_args *a, const char *lng, int n)
+const char *gx_opt_nth(const gx_opt_args *a, const char *lng, int n)
 {
     for (int i = 0; i < a->nseen; i++)
         if (!strcmp(a->seen[i].opt->lng, lng) && n-- == 0) return a->seen[i].val;
     return NULL;
 }
 
-int gx_cli_opt_count(const gx_cli_args *a, const char *lng)
+int gx_opt_count(const gx_opt_args *a, const char *lng)
 {
     int c = 0;
     for (int i = 0; i < a->nseen; i++) c += !strcmp(a->seen[i].opt->lng, lng);
     return c;
 }
 
-static void opt_label(const gx_cli_opt *o, char *buf, size_t n)
+static void opt_label(const gx_opt *o, char *buf, size_t n)
 {
     if (o->shrt)
         snprintf(buf, n, "-%c, --%s%s%s", o->shrt, o->lng, o->meta ? " " : "", o->meta ? o->meta : "");
@@ -149,18 +149,18 @@ static void opt_label(const gx_cli_opt *o, char *buf, size_t n)
         snprintf(buf, n, "    --%s%s%s", o->lng, o->meta ? " " : "", o->meta ? o->meta : "");
 }
 
-void gx_cli_opts_usage(FILE *f, const gx_cli_opt *const *sets)
+void gx_opts_usage(FILE *f, const gx_opt *const *sets)
 {
     size_t w = 0;
     char lab[96];
-    for (const gx_cli_opt *const *s = sets; *s; s++)
-        for (const gx_cli_opt *o = *s; o->lng; o++) {
+    for (const gx_opt *const *s = sets; *s; s++)
+        for (const gx_opt *o = *s; o->lng; o++) {
             opt_label(o, lab, sizeof lab);
             if (strlen(lab) > w) w = strlen(lab);
         }
     fputs("Options:\n", f);
-    for (const gx_cli_opt *const *s = sets; *s; s++)
-        for (const gx_cli_opt *o = *s; o->lng; o++) {
+    for (const gx_opt *const *s = sets; *s; s++)
+        for (const gx_opt *o = *s; o->lng; o++) {
             opt_label(o, lab, sizeof lab);
             fprintf(f, "  %-*s  %s\n", (int)w, lab, o->help);
         }
