@@ -110,7 +110,7 @@ static int64_t prepare(gx_loop *l, void *ud)
     /* Followers of logs: let their readers look again every STREAM_POLL_MS. */
     if (gx_http_stream_count(d->http) > 0) {
         static int64_t last;
-        int64_t now = gx_loop_now(l);
+        int64_t now = gx_loop_mono(l);
         if (now - last >= STREAM_POLL_MS) {
             last = now;
             gx_http_wake_streams(d->http);

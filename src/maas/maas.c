@@ -17,6 +17,7 @@
 #define MAX_KEY_NAME 63
 
 int64_t gx_maas_now(const gx_maas *m) { return gx_loop_now(m->d->loop); }
+int64_t gx_maas_mono_ms(const gx_maas *m) { return gx_loop_mono(m->d->loop); }
 
 double gx_maas_mono(void)
 {
@@ -93,17 +94,17 @@ void gx_maas_free(gx_maas *m)
 
 int64_t gx_maas_tick(gx_maas *m)
 {
-    int64_t now = gx_maas_now(m);
+    int64_t now = gx_maas_now(m), mono = gx_maas_mono_ms(m);   /* stamps; schedules */
     int64_t a = gx_maas_proxy_tick(m->proxy);
     static int64_t next_models;
     int64_t b = 250;
-    if (now >= next_models) {
-        gx_maas_models_tick(m, now);
-        next_models = now + 200;
+    if (mono >= next_models) {
+        gx_maas_models_tick(m, mono);
+        next_models = mono + 200;
         a = gx_maas_proxy_tick(m->proxy); /* probes just added */
     }
-    b = next_models - now;
-    gx_maas_usage_flush(m->usage, now, 0);
+    b = next_models - mono;
+    gx_maas_usage_flush(m->usage, mono, 0);
     gx_maas_windows_flush(m, now, 0);
     if (a >= 0 && a < b) b = a;
     return b < 0 ? 0 : b;
@@ -122,7 +123,7 @@ char *gx_maas_metrics(gx_maas *m, char *text)
     char *t = realloc(text, n + strlen(extra) + 1);
     if (!t) abort();
     memcpy(t + n, extra, strlen(extra) + 1);
-    return gx_maas_models_metrics(m, t, gx_maas_now(m)); /* the model servers' vllm:* families last */
+    return gx_maas_models_metrics(m, t, gx_maas_mono_ms(m)); /* the model servers' vllm:* families last */
 }
 
 void gx_maas_user_deleted(gx_maas *m, const char *user)
@@ -299,7 +300,6 @@ static void list_models(gx_maas *m, gx_maas_tier *t, gx_resp *resp)
 
 void gx_maas_v1(gx_maas *m, gx_req *req, gx_resp *resp)
 {
-    if (req->async) { gx_maas_proxy_answer(m, req, resp); return; }
     const char *p = req->path + 4; /* after "/v1/" */
     const char *endpoint = !strcmp(p, "chat/completions") ? "chat/completions" : !strcmp(p, "completions") ? "completions"
                          : !strcmp(p, "embeddings") ? "embeddings" : !strcmp(p, "models") ? "models" : NULL;
