@@ -130,7 +130,7 @@ int64_t gx_root_prepare(gx_loop *l, void *ud)
     if (t >= 0 && (sleep < 0 || t < sleep)) sleep = t;
     /* Followers of logs: let their readers look again every STREAM_POLL_MS. */
     if (gx_http_stream_count(d->http) > 0) {
-        int64_t now = gx_loop_now(l);
+        int64_t now = gx_loop_mono(l);
         if (now - r->streams_polled_at >= STREAM_POLL_MS) {
             r->streams_polled_at = now;
             gx_http_wake_streams(d->http);

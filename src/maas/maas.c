@@ -18,6 +18,7 @@
 #define MAX_KEY_NAME 63
 
 int64_t gx_maas_now(const gx_maas *m) { return gx_loop_now(m->loop); }
+int64_t gx_maas_mono_ms(const gx_maas *m) { return gx_loop_mono(m->loop); }
 
 double gx_maas_mono(void)
 {
@@ -86,16 +87,16 @@ void gx_maas_free(gx_maas *m)
 
 int64_t gx_maas_tick(gx_maas *m)
 {
-    int64_t now = gx_maas_now(m);
+    int64_t now = gx_maas_now(m), mono = gx_maas_mono_ms(m);   /* stamps; schedules */
     int64_t a = gx_maas_proxy_tick(m->proxy);
     int64_t b = 250;
-    if (now >= m->next_models_ms) {
-        gx_maas_models_tick(m, now);
-        m->next_models_ms = now + 200;
+    if (mono >= m->next_models_ms) {
+        gx_maas_models_tick(m, mono);
+        m->next_models_ms = mono + 200;
         a = gx_maas_proxy_tick(m->proxy); /* probes just added */
     }
-    b = m->next_models_ms - now;
-    gx_maas_usage_flush(m->usage, now, 0);
+    b = m->next_models_ms - mono;
+    gx_maas_usage_flush(m->usage, mono, 0);
     gx_maas_windows_flush(m, now, 0);
     if (a >= 0 && a < b) b = a;
     return b < 0 ? 0 : b;
@@ -114,7 +115,7 @@ char *gx_maas_metrics(gx_maas *m, char *text)
     char *t = realloc(text, n + strlen(extra) + 1);
     if (!t) abort();
     memcpy(t + n, extra, strlen(extra) + 1);
-    return gx_maas_models_metrics(m, t, gx_maas_now(m)); /* the model servers' vllm:* families last */
+    return gx_maas_models_metrics(m, t, gx_maas_mono_ms(m)); /* the model servers' vllm:* families last */
 }
 
 void gx_maas_user_deleted(gx_maas *m, const char *user)
@@ -326,7 +327,6 @@ static void list_models(gx_maas *m, gx_maas_tier *t, gx_resp *resp)
 
 void gx_maas_v1(gx_maas *m, gx_req *req, gx_resp *resp)
 {
-    if (req->async) { gx_maas_proxy_answer(m, req, resp); return; }
     const char *p = req->path + 4; /* after "/v1/" */
     const char *endpoint = !strcmp(p, "chat/completions") ? "chat/completions" : !strcmp(p, "completions") ? "completions"
                          : !strcmp(p, "embeddings") ? "embeddings" : !strcmp(p, "models") ? "models" : NULL;

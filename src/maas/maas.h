@@ -48,7 +48,8 @@ int gx_maas_validate(gx_maas *m, const json_t *doc, json_t *const *others, size_
 void gx_maas_apply(gx_maas *m, const json_t *doc);
 int gx_maas_delete(gx_maas *m, const char *kind, const char *name, gx_err *err);
 
-/* /v1/... (OpenAI API): answers, or defers (resp->defer) until the upstream answers. */
+/* /v1/... (OpenAI API): answers, or defers (resp->defer) and completes the request
+ * with gx_http_complete when the upstream answers. */
 void gx_maas_v1(gx_maas *m, gx_req *req, gx_resp *resp);
 /* /api/v1/{keys,models,tiers,usage}: seg are the path's segments ("api","v1",...). */
 void gx_maas_api(gx_maas *m, const gx_user *u, gx_req *req, gx_resp *resp, char **seg, int nseg);

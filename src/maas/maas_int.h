@@ -207,13 +207,13 @@ gx_maas_model *gx_maas_models_find(gx_maas *m, const char *served);
 /* The ready replica with the fewest requests in flight, skipping `not`; NULL if none. */
 gx_maas_replica *gx_maas_models_pick(gx_maas_model *md, const gx_maas_replica *not);
 int gx_maas_model_allows(const gx_maas_model *md, const char *tier);
-/* Probes and workloads; returns ms until it wants to run again. */
+/* Probes and workloads (now: gx_maas_mono_ms); returns ms until it wants to run again. */
 int64_t gx_maas_models_tick(gx_maas *m, int64_t now);
 void gx_maas_models_probe_done(gx_maas *m, void *easy, int ok);
 /* A scrape of a replica's /metrics ended (ok: 2xx, complete, within the size limit). */
 void gx_maas_models_scrape_done(gx_maas *m, void *easy, int ok);
 /* Append gpuaas_gateway_scrapes_total and the ready replicas' vllm:* families (fresher
- * than 60 s, merged per family) to text (malloc'd; returns it, moved). */
+ * than 60 s by now, gx_maas_mono_ms; merged per family) to text (malloc'd; returns it, moved). */
 char *gx_maas_models_metrics(gx_maas *m, char *text, int64_t now);
 json_t *gx_maas_model_view(const gx_maas_model *md);
 void gx_maas_models_free(gx_maas *m);
@@ -259,7 +259,7 @@ void gx_maas_usage_add(gx_maas_usage *u, const gx_maas_record *r);
 /* A request refused after its key was accepted (429, 403, 404, 413, 503...): its record
  * is written like any other (no tokens), and a 429 counts in limited_calls. */
 void gx_maas_usage_refused(gx_maas_usage *u, const gx_maas_record *r);
-/* Write pending records when due (one transaction). */
+/* Write pending records when due (now: gx_maas_mono_ms; one transaction). */
 void gx_maas_usage_flush(gx_maas_usage *u, int64_t now, int force);
 char *gx_maas_usage_metrics(gx_maas_usage *u, char *text);
 /* Rate-limit windows survive restarts: read them back at start (into keys, and into
@@ -288,10 +288,10 @@ typedef struct gx_maas_scrape_in {
 /* Start a GET of a replica's /metrics into in (kept by the caller until it ends);
  * done through gx_maas_models_scrape_done, cancelled with gx_maas_proxy_probe_cancel. */
 void *gx_maas_proxy_scrape(gx_maas_proxy *p, const char *url, const char *auth, void **hdrs, gx_maas_scrape_in *in);
-/* A POST /v1/... that passed auth: route, limit, forward. */
+/* A POST /v1/... that passed auth: route, limit, forward (answered now, or deferred
+ * and completed with gx_http_complete when the upstream answers). */
 void gx_maas_proxy_call(gx_maas *m, gx_req *req, gx_resp *resp, gx_maas_key *key, gx_maas_tier *tier,
                         const char *endpoint);
-void gx_maas_proxy_answer(gx_maas *m, gx_req *req, gx_resp *resp);
 int gx_maas_proxy_inflight(const gx_maas_proxy *p);
 uint64_t gx_maas_proxy_pauses(const gx_maas_proxy *p);
 
@@ -326,7 +326,10 @@ void gx_maas_oai_error_param(gx_resp *resp, int status, const char *param, const
     __attribute__((format(printf, 5, 6)));
 /* x-ratelimit-* (and retry-after when refused) from a verdict. */
 void gx_maas_limit_headers(gx_resp *resp, const gx_maas_verdict *v);
+/* The wall clock (ms): stamps, usage rows, rate-limit windows, key expiry. */
 int64_t gx_maas_now(const gx_maas *m);
+/* The loop's monotonic clock (ms): timers, probe and scrape schedules, idle times. */
+int64_t gx_maas_mono_ms(const gx_maas *m);
 /* Monotonic seconds, for latencies. */
 double gx_maas_mono(void);
 

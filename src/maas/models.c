@@ -322,7 +322,7 @@ void gx_maas_models_scrape_done(gx_maas *m, void *easy, int ok)
                 int cut;
                 free(r->scraped);
                 r->scraped = gx_maas_scrape_filter(in->body.p, in->body.len, md->name, j, &cut);
-                r->scraped_at = gx_maas_now(m);
+                r->scraped_at = gx_maas_mono_ms(m);
                 md->scrapes_ok++;
             } else {
                 md->scrapes_failed++;
@@ -664,7 +664,7 @@ void gx_maas_models_probe_done(gx_maas *m, void *easy, int ok)
                 gx_maas_proxy_free_headers(r->probe_hdrs);
                 r->probe_hdrs = NULL;
                 r->ready = ok && md->present && (!md->workload || r->wl_state == 1);
-                r->next_probe_ms = gx_maas_now(m) + (r->ready ? 5000 : 250);
+                r->next_probe_ms = gx_maas_mono_ms(m) + (r->ready ? 5000 : 250);
                 return;
             }
     }

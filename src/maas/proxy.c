@@ -1,246 +1,38 @@
-/* maas/proxy: forwarding one OpenAI request to a model server, in the daemon's loop.
- * Owns: the transport choice (upstream.c, our pooled HTTP/1.1 client, for http://
- * servers by address; libcurl multi_socket driven by gx_loop for https://, names and
- * readiness probes), the sink both transports feed (status, body, end), admission
- * (model, tier, what the request asks: prompt, completions, the limit it names), the
- * upstream body (stream_options.include_usage added to streamed requests, the granted
- * completion limit when the body names none or more), retry on another replica while
- * nothing has been received, streaming back with back-pressure (the upstream is paused
- * while the client is behind) and heartbeats, cancellation when the client leaves,
- * settlement and the usage record.
- * Must not: block, or touch SQLite (records go to usage.c's batch).
+/* maas/proxy: forwarding one OpenAI request to a model server, in the daemon's loop:
+ * a call's lifecycle. The bytes move in proxy_io.c.
+ * Owns: admission (model, tier, what the request asks: prompt, completions, the limit
+ * it names), the upstream body (stream_options.include_usage added to streamed
+ * requests, the granted completion limit when the body names none or more), retry on
+ * another replica while nothing has been received, the outcome of a transfer (errors
+ * in OpenAI's envelope), settlement and the usage record, the answer to the client
+ * (gx_http_complete), cancellation when the client leaves.
+ * Must not: block, or touch SQLite (records go to usage.c's batch); touch curl or
+ * sockets (proxy_io.c).
  * Lifetime of a call: referenced by the HTTP request (req->async, released at the
- * request's end) and by its streamed body while one is queued; the curl transfer is
- * removed as soon as the HTTP side lets go, so the upstream sees the disconnect. */
-#include <curl/curl.h>
+ * request's end) and by its streamed body while one is queued; the transfer is
+ * stopped as soon as the HTTP side lets go, so the upstream sees the disconnect. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/epoll.h>
-#include "maas/maas_int.h"
-#include "maas/scrape.h"
-#include "net/upstream.h"
+#include "maas/proxy_int.h"
+#include "lib/alloc.h"
 #include "lib/sbuf.h"
 
-#define HIGH_WATER (256 * 1024)   /* pause the upstream above this much unsent */
-#define LOW_WATER (64 * 1024)
-#define MAX_ANSWER (64u << 20)    /* a non-streamed answer is buffered up to this */
-
-enum { WAITING, STREAMING, DONE };
-
-typedef struct call {
-    gx_maas *m;
-    gx_req *req;                  /* NULL once the HTTP side let go */
-    gx_maas_key *key;
-    gx_maas_tier *tier;
-    gx_maas_user_bucket *ubucket; /* the key's user in the tier (userLimits; NULL: none): the
-                                   * admission's, settled with it even if the Tier changes */
-    gx_maas_model *model;
-    gx_maas_replica *rep;
-    char endpoint[24];
-    char *body;                   /* what the upstream gets */
-    size_t body_len;
-    int own_body, stream, attempts;
-    int64_t reserved, prompt_est;
-    gx_maas_verdict v;
-    CURL *easy;                   /* the transfer, when through libcurl */
-    struct curl_slist *hdrs;
-    gx_up_req up;                 /* the transfer, when through upstream.c (up.conn set) */
-    int active;                   /* a transfer (either) is in progress */
-    int too_big;
-    long status;
-    char ctype[128];
-    gx_maas_buf out;
-    gx_maas_sse sse;
-    int state, refs, gone, paused;
-    void *wake;
-    double t0, t_first;
-    int64_t last_send;
-    int err_status;
-    char err_type[40], err_code[40], err_msg[300];
-    struct call *next, *prev;
-} call;
-
-struct gx_maas_proxy {
-    gx_maas *m;
-    CURLM *multi;
-    gx_up *up;
-    int curl_only;                /* GPUAAS_GATEWAY_UPSTREAM=curl: every transfer through libcurl */
-    int64_t timer_at;             /* -1: no curl timer */
-    CURL **pool;
-    size_t npool, cappool;
-    call *calls;
-    int ncalls;
-    uint64_t pauses;              /* times an upstream was paused for a slow client */
-};
-
-static void check_done(gx_maas_proxy *p);
-
-/* ---- curl in our loop --------------------------------------------------------------- */
-
-static void on_fd(gx_loop *l, int fd, uint32_t ev, void *ud)
-{
-    (void)l;
-    gx_maas_proxy *p = ud;
-    int flags = (ev & EPOLLIN ? CURL_CSELECT_IN : 0) | (ev & EPOLLOUT ? CURL_CSELECT_OUT : 0) |
-                (ev & (EPOLLERR | EPOLLHUP) ? CURL_CSELECT_ERR : 0);
-    int running;
-    curl_multi_socket_action(p->multi, fd, flags, &running);
-    check_done(p);
-}
-
-static int on_socket(CURL *e, curl_socket_t s, int what, void *userp, void *socketp)
-{
-    (void)e; (void)socketp;
-    gx_maas_proxy *p = userp;
-    gx_loop *loop = p->m->loop;
-    if (what == CURL_POLL_REMOVE) gx_loop_unwatch(loop, s);
-    else gx_loop_watch(loop, s, (what & CURL_POLL_IN ? EPOLLIN : 0) | (what & CURL_POLL_OUT ? EPOLLOUT : 0), on_fd, p);
-    return 0;
-}
-
-static int on_timer(CURLM *multi, long ms, void *userp)
-{
-    (void)multi;
-    gx_maas_proxy *p = userp;
-    p->timer_at = ms < 0 ? -1 : gx_maas_now(p->m) + ms;
-    return 0;
-}
-
-int64_t gx_maas_proxy_tick(gx_maas_proxy *p)
-{
-    int64_t u = gx_up_tick(p->up);
-    int64_t now = gx_maas_now(p->m);
-    if (p->timer_at >= 0 && now >= p->timer_at) {
-        p->timer_at = -1;
-        int running;
-        curl_multi_socket_action(p->multi, CURL_SOCKET_TIMEOUT, 0, &running);
-        check_done(p);
-    }
-    int64_t t = p->timer_at < 0 ? -1 : p->timer_at > now ? p->timer_at - now : 0;
-    return t < 0 || (u >= 0 && u < t) ? u : t;
-}
-
-static CURL *easy_get(gx_maas_proxy *p)
-{
-    if (p->npool) {
-        CURL *e = p->pool[--p->npool];
-        curl_easy_reset(e);
-        return e;
-    }
-    return curl_easy_init();
-}
-
-static void easy_put(gx_maas_proxy *p, CURL *e)
-{
-    if (p->npool == p->cappool) {
-        if (p->cappool >= 1024) { curl_easy_cleanup(e); return; }
-        p->cappool = p->cappool ? p->cappool * 2 : 64;
-        CURL **q = realloc(p->pool, p->cappool * sizeof *q);
-        if (!q) abort();
-        p->pool = q;
-    }
-    p->pool[p->npool++] = e;
-}
+typedef gx_maas_call call;
 
 gx_maas_proxy *gx_maas_proxy_new(gx_maas *m)
 {
     gx_maas_proxy *p = calloc(1, sizeof *p);
     if (!p) return NULL;
     p->m = m;
-    p->timer_at = -1;
-    p->multi = curl_multi_init();
-    p->up = gx_up_new(m->loop);
-    if (!p->multi || !p->up) { curl_multi_cleanup(p->multi); free(p->up); free(p); return NULL; }
-    p->curl_only = m->env.upstream_curl_only; /* for A/B runs and testing the libcurl path */
-    curl_multi_setopt(p->multi, CURLMOPT_SOCKETFUNCTION, on_socket);
-    curl_multi_setopt(p->multi, CURLMOPT_SOCKETDATA, p);
-    curl_multi_setopt(p->multi, CURLMOPT_TIMERFUNCTION, on_timer);
-    curl_multi_setopt(p->multi, CURLMOPT_TIMERDATA, p);
-    /* keep a warm connection per concurrent request, as nginx's upstream keepalive does */
-    curl_multi_setopt(p->multi, CURLMOPT_MAXCONNECTS, 4096L);
+    if (gx_maas_proxy_io_init(p)) { free(p); return NULL; }
     return p;
 }
 
 int gx_maas_proxy_inflight(const gx_maas_proxy *p) { return p->ncalls; }
 uint64_t gx_maas_proxy_pauses(const gx_maas_proxy *p) { return p->pauses; }
 
-/* ---- probes -------------------------------------------------------------------------- */
-
-static size_t discard(char *ptr, size_t size, size_t n, void *ud) { (void)ptr; (void)ud; return size * n; }
-
-/* A pooled easy handle set up for a GET of url (with the model's auth header, whose
- * list the caller keeps until the transfer ends: curl does not copy it). */
-static CURL *get_easy(gx_maas_proxy *p, const char *url, const char *auth, void **hdrs, long timeout_ms)
-{
-    CURL *e = easy_get(p);
-    if (!e) return NULL;
-    *hdrs = NULL;
-    if (auth && *auth) {
-        struct curl_slist *h = curl_slist_append(NULL, auth);
-        curl_easy_setopt(e, CURLOPT_HTTPHEADER, h);
-        *hdrs = h;
-    }
-    curl_easy_setopt(e, CURLOPT_URL, url);
-    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, discard);
-    curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, timeout_ms);
-    curl_easy_setopt(e, CURLOPT_PRIVATE, NULL);
-    return e;
-}
-
-void *gx_maas_proxy_probe(gx_maas_proxy *p, const char *url, const char *auth, void **hdrs)
-{
-    CURL *e = get_easy(p, url, auth, hdrs, 2000L);
-    if (!e) return NULL;
-    if (curl_multi_add_handle(p->multi, e) != CURLM_OK) {
-        gx_maas_proxy_free_headers(*hdrs);   /* the caller keeps no list when there is no probe */
-        *hdrs = NULL;
-        curl_easy_cleanup(e);
-        return NULL;
-    }
-    return e;
-}
-
-void gx_maas_proxy_free_headers(void *hdrs) { curl_slist_free_all(hdrs); }
-
-/* CURLINFO_PRIVATE of a scrape: tells it from a probe (NULL) and a call (its call *). */
-static char scrape_tag;
-
-/* A scrape's body, up to the limit: past it the transfer is aborted (a write error),
- * so a server that sends endless metrics costs at most that much. */
-static size_t scrape_write(char *ptr, size_t size, size_t n, void *ud)
-{
-    gx_maas_scrape_in *in = ud;
-    size_t len = size * n;
-    if (in->body.len + len > GX_MAAS_SCRAPE_MAX_BODY) { in->cut = 1; return 0; }
-    gx_maas_buf_add(&in->body, ptr, len);
-    return len;
-}
-
-void *gx_maas_proxy_scrape(gx_maas_proxy *p, const char *url, const char *auth, void **hdrs, gx_maas_scrape_in *in)
-{
-    CURL *e = get_easy(p, url, auth, hdrs, 5000L);
-    if (!e) return NULL;
-    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, scrape_write);
-    curl_easy_setopt(e, CURLOPT_WRITEDATA, in);
-    curl_easy_setopt(e, CURLOPT_PRIVATE, &scrape_tag);
-    if (curl_multi_add_handle(p->multi, e) != CURLM_OK) {
-        gx_maas_proxy_free_headers(*hdrs);
-        *hdrs = NULL;
-        easy_put(p, e);
-        return NULL;
-    }
-    return e;
-}
-
-void gx_maas_proxy_probe_cancel(gx_maas_proxy *p, void *easy)
-{
-    curl_multi_remove_handle(p->multi, easy);
-    easy_put(p, easy);
-}
-
-/* ---- calls ---------------------------------------------------------------------------- */
+/* ---- records and settlement -------------------------------------------------------- */
 
 /* same-size NUL-terminated arrays on both sides: plain copies (no formatting per request) */
 #define COPY(dst, src) do { _Static_assert(sizeof(dst) == sizeof(src), #dst); memcpy(dst, src, sizeof dst); } while (0)
@@ -317,6 +109,8 @@ static void settle(call *c, int status, int refund)
     record(c, status, prompt, completion, est);
 }
 
+/* ---- a call's end ------------------------------------------------------------------ */
+
 static void unlink_call(gx_maas_proxy *p, call *c)
 {
     if (c->prev) c->prev->next = c->next;
@@ -334,31 +128,15 @@ static void free_call(call *c)
     free(c);
 }
 
-/* Stop the transfer (the upstream sees its connection close). */
-static void stop_transfer(call *c)
-{
-    if (!c->active) return;
-    c->active = 0;
-    if (c->easy) {
-        curl_multi_remove_handle(c->m->proxy->multi, c->easy);
-        curl_easy_setopt(c->easy, CURLOPT_HTTPHEADER, NULL);
-        easy_put(c->m->proxy, c->easy);
-        c->easy = NULL;
-        curl_slist_free_all(c->hdrs);
-        c->hdrs = NULL;
-    }
-    gx_up_cancel(c->m->proxy->up, &c->up); /* nothing when it already ended */
-    if (c->rep->outstanding > 0) c->rep->outstanding--;
-}
-
 /* The HTTP side let go (answer sent, or the client left). */
-static void release(call *c)
+void gx_maas_proxy_release(void *ud)
 {
+    call *c = ud;
     if (!c->gone) {
         c->gone = 1;
         c->req = NULL;
         if (c->active) { /* client left mid-answer: cancel the upstream request */
-            stop_transfer(c);
+            gx_maas_proxy_io_stop(c);
             gx_maas_sse_feed(&c->sse, "", 0, &c->out, 1);
             settle(c, 499, 0);
             c->state = DONE;
@@ -367,173 +145,12 @@ static void release(call *c)
     if (--c->refs == 0) free_call(c);
 }
 
-static void on_req_gone(void *ud) { release(ud); }
-static void on_stream_gone(void *ud) { release(ud); }
-
-static void wake(call *c)
-{
-    if (c->state == WAITING || !c->req) return;
-    gx_http_wake_stream(c->wake);
-}
-
-/* ---- the sink both transports feed --------------------------------------------------- */
-
-/* The upstream's status and headers: a 200 stream starts toward the client now, so
- * that heartbeats flow while the model is still reading a long prompt. */
-static void sink_head(call *c, int status, const char *ctype)
-{
-    c->status = status;
-    gx_strcpy_cut(c->ctype, sizeof c->ctype, ctype ? ctype : "application/json");
-    if (c->stream && c->status == 200 && c->state == WAITING) {
-        c->state = STREAMING;
-        if (c->req) gx_http_resume(c->req);
-    }
-}
-
-static void pause_upstream(call *c)
-{
-    if (c->paused) return;
-    c->paused = 1;
-    c->m->proxy->pauses++;
-    if (c->up.conn) gx_up_pause(&c->up);
-    /* libcurl: on_write answers CURL_WRITEFUNC_PAUSE to its next call */
-}
-
-static void resume_upstream(call *c)
-{
-    if (!c->paused) return;
-    c->paused = 0;
-    if (c->up.conn) gx_up_resume(c->m->proxy->up, &c->up);
-    else if (c->easy) curl_easy_pause(c->easy, CURLPAUSE_CONT); /* may deliver the held data right here */
-}
-
-/* Bytes of the answer. Returns -1 when the answer is too large to buffer (the caller
- * ends the transfer). */
-static int sink_body(call *c, const char *p, size_t n)
-{
-    if (c->t_first <= 0) c->t_first = gx_maas_mono();
-    if (c->stream && c->status == 200) {
-        gx_maas_sse_feed(&c->sse, p, n, &c->out, 0);
-        if (c->out.len - c->out.off > HIGH_WATER) pause_upstream(c);
-        if (c->state == WAITING) {
-            c->state = STREAMING;
-            if (c->req) gx_http_resume(c->req);
-        } else {
-            wake(c);
-        }
-        return 0;
-    }
-    if (c->out.len + n > MAX_ANSWER) return -1;
-    gx_maas_buf_add(&c->out, p, n);
-    return 0;
-}
-
-static void sink_end(call *c, int ok, int got_bytes, const char *why);
-
-/* ---- transport: upstream.c ------------------------------------------------------------- */
-
-static void up_head(void *ud, int status, const char *ctype) { sink_head(ud, status, ctype); }
-
-static void up_body(void *ud, const char *p, size_t n)
-{
-    call *c = ud;
-    if (!sink_body(c, p, n)) return;
-    c->too_big = 1;
-    gx_up_cancel(c->m->proxy->up, &c->up);
-    sink_end(c, 0, 1, "the answer is too large");
-}
-
-static void up_done(void *ud, int err, int got_bytes, const char *why)
-{
-    call *c = ud;
-    sink_end(c, err == GX_UP_OK, got_bytes, why && *why ? why : gx_up_strerror(err));
-}
-
-static const gx_up_cb up_cb = {up_head, up_body, up_done};
-
-/* ---- transport: libcurl ------------------------------------------------------------------ */
-
-static void curl_status(call *c)
-{
-    char *ct = NULL;
-    long code = 0;
-    curl_easy_getinfo(c->easy, CURLINFO_RESPONSE_CODE, &code);
-    curl_easy_getinfo(c->easy, CURLINFO_CONTENT_TYPE, &ct);
-    sink_head(c, (int)code, ct);
-}
-
-/* The end of the upstream's headers (curl calls this for each header line). */
-static size_t on_header(char *buf, size_t size, size_t nmemb, void *ud)
-{
-    call *c = ud;
-    size_t n = size * nmemb;
-    if (n <= 2 && (buf[0] == '\r' || buf[0] == '\n')) {
-        long code = 0;
-        curl_easy_getinfo(c->easy, CURLINFO_RESPONSE_CODE, &code);
-        if (code >= 200) curl_status(c);
-    }
-    return n;
-}
-
-static size_t on_write(char *ptr, size_t size, size_t nmemb, void *ud)
-{
-    call *c = ud;
-    size_t n = size * nmemb;
-    if (!c->status) curl_status(c);
-    if (c->paused) return CURL_WRITEFUNC_PAUSE; /* held by curl until resume_upstream */
-    if (sink_body(c, ptr, n)) { c->too_big = 1; return 0; } /* aborts the transfer */
-    return n;
-}
-
 static void fail(call *c, int status, const char *type, const char *code, const char *msg)
 {
     c->err_status = status;
     snprintf(c->err_type, sizeof c->err_type, "%s", type);
     snprintf(c->err_code, sizeof c->err_code, "%s", code);
     snprintf(c->err_msg, sizeof c->err_msg, "%s", msg);
-}
-
-/* Send the request to c->rep: through upstream.c when it can (plain http:// to an
- * address), else through libcurl. */
-static int start(call *c)
-{
-    gx_maas_proxy *p = c->m->proxy;
-    json_t *to = json_object_get(c->model->spec, "timeoutSeconds");
-    int64_t limit_ms = json_is_integer(to) ? json_integer_value(to) * 1000 : 600000;
-    char path[64] = "/v1/";
-    gx_strcpy_cut(path + 4, sizeof path - 4, c->endpoint);
-    c->status = 0;
-    c->paused = 0;
-    c->rep->outstanding++;
-    c->attempts++;
-    c->active = 1;
-    if (!p->curl_only && !gx_up_start(p->up, &c->up, c->rep->url, path, c->model->auth, c->body, c->body_len, 3000, limit_ms, limit_ms,
-                     &up_cb, c))
-        return 0;
-    char url[400];
-    snprintf(url, sizeof url, "%s%s", c->rep->url, path);
-    CURL *e = easy_get(p);
-    if (!e) { stop_transfer(c); return -1; }
-    c->easy = e;
-    c->hdrs = curl_slist_append(NULL, "Content-Type: application/json");
-    c->hdrs = curl_slist_append(c->hdrs, "Expect:");
-    if (c->model->auth[0]) c->hdrs = curl_slist_append(c->hdrs, c->model->auth);
-    curl_easy_setopt(e, CURLOPT_URL, url);
-    curl_easy_setopt(e, CURLOPT_POST, 1L);
-    curl_easy_setopt(e, CURLOPT_POSTFIELDS, c->body);
-    curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)c->body_len);
-    curl_easy_setopt(e, CURLOPT_HTTPHEADER, c->hdrs);
-    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_write);
-    curl_easy_setopt(e, CURLOPT_WRITEDATA, c);
-    curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
-    curl_easy_setopt(e, CURLOPT_HEADERDATA, c);
-    curl_easy_setopt(e, CURLOPT_PRIVATE, c);
-    curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, 3000L);
-    curl_easy_setopt(e, CURLOPT_TCP_NODELAY, 1L);
-    curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, (long)limit_ms);
-    if (curl_multi_add_handle(p->multi, e) != CURLM_OK) { stop_transfer(c); return -1; }
-    return 0;
 }
 
 /* An upstream error body in OpenAI's envelope (older vLLM answers {"object":"error",...}). */
@@ -558,20 +175,19 @@ static void wrap_error(call *c)
     snprintf(c->ctype, sizeof c->ctype, "application/json");
 }
 
-/* The transfer ended (either transport): ok, or why not; got_bytes: any of the answer
- * arrived (else another replica may be tried: nothing was served). */
-static void sink_end(call *c, int ok, int got_bytes, const char *why)
+/* Retry on another replica while nothing came back; else settle what was served. */
+void gx_maas_proxy_end(call *c, int ok, int got_bytes, const char *why)
 {
     gx_maas_replica *failed = c->rep;
-    stop_transfer(c);
+    gx_maas_proxy_io_stop(c);
     if (!ok && !got_bytes && !c->status) {
         /* nothing came back: this replica is not serving; try another one */
         failed->ready = 0;
-        failed->next_probe_ms = gx_maas_now(c->m);
+        failed->next_probe_ms = gx_maas_mono_ms(c->m);
         gx_maas_replica *r = gx_maas_models_pick(c->model, failed);
         if (r && c->attempts < GX_MAAS_MAX_REPLICAS) {
             c->rep = r;
-            if (!start(c)) return;
+            if (!gx_maas_proxy_io_start(c)) return;
         }
         char msg[256];
         snprintf(msg, sizeof msg, "the model server of %s did not answer (%s); retry shortly", c->model->name, why);
@@ -596,92 +212,35 @@ static void sink_end(call *c, int ok, int got_bytes, const char *why)
     }
     int was = c->state;
     c->state = DONE;
-    if (c->req && was == WAITING) gx_http_resume(c->req);
-    else wake(c);
+    if (was == WAITING) gx_maas_proxy_complete(c);
+    else gx_maas_proxy_io_wake(c);
 }
 
-static void transfer_done(call *c, CURLcode rc)
+/* The client is waiting (the request was deferred): its answer now, in one
+ * gx_http_complete. A stream's body holds a reference of its own, let go by the
+ * stream's free (gx_maas_proxy_release). */
+void gx_maas_proxy_complete(call *c)
 {
-    sink_end(c, rc == CURLE_OK, c->status != 0, c->too_big ? "the answer is too large" : curl_easy_strerror(rc));
-}
-
-static void check_done(gx_maas_proxy *p)
-{
-    CURLMsg *msg;
-    int left;
-    while ((msg = curl_multi_info_read(p->multi, &left))) {
-        if (msg->msg != CURLMSG_DONE) continue;
-        CURL *e = msg->easy_handle;
-        CURLcode rc = msg->data.result;
-        char *priv = NULL;
-        curl_easy_getinfo(e, CURLINFO_PRIVATE, &priv);
-        if (!priv || priv == &scrape_tag) {
-            long st = 0;
-            curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &st);
-            curl_multi_remove_handle(p->multi, e);
-            easy_put(p, e);
-            int ok = rc == CURLE_OK && st >= 200 && st < 300;
-            if (priv) gx_maas_models_scrape_done(p->m, e, ok);
-            else gx_maas_models_probe_done(p->m, e, ok);
-        } else {
-            transfer_done((call *)(void *)priv, rc);
-        }
-    }
-}
-
-/* ---- the streamed body to the client ---------------------------------------------------- */
-
-static ssize_t stream_read(void *ud, char *buf, size_t max)
-{
-    call *c = ud;
-    int64_t now = gx_maas_now(c->m);
-    size_t avail = c->out.len - c->out.off;
-    if (!avail && c->paused && c->active) {
-        resume_upstream(c);
-        avail = c->out.len - c->out.off;
-    }
-    if (avail) {
-        size_t n = avail < max ? avail : max;
-        memcpy(buf, c->out.p + c->out.off, n);
-        c->out.off += n;
-        if (c->out.off == c->out.len) c->out.off = c->out.len = 0;
-        c->last_send = now;
-        if (c->paused && c->active && c->out.len - c->out.off < LOW_WATER) resume_upstream(c);
-        return (ssize_t)n;
-    }
-    if (c->state == DONE) return -1;
-    /* an SSE comment keeps idle streams (a long prefill) alive and finds departed clients */
-    if (now - c->last_send >= c->m->heartbeat_ms && max >= 16) {
-        c->last_send = now;
-        memcpy(buf, ": keep-alive\n\n", 14);
-        return 14;
-    }
-    return 0;
-}
-
-void gx_maas_proxy_answer(gx_maas *m, gx_req *req, gx_resp *resp)
-{
-    call *c = req->async;
+    if (!c->req) return;
+    gx_resp r;
+    memset(&r, 0, sizeof r);
+    gx_maas_limit_headers(&r, &c->v);
     if (c->err_status) {
-        gx_maas_oai_error(resp, c->err_status, c->err_type, c->err_code, "%s", c->err_msg);
-        gx_maas_limit_headers(resp, &c->v);
-        return;
-    }
-    gx_maas_limit_headers(resp, &c->v);
-    if (c->stream && c->status == 200) {
-        resp->status = 200;
-        resp->ctype = "text/event-stream";
-        resp->stream = (gx_stream){.read = stream_read, .free = on_stream_gone, .ud = c, .wake = &c->wake};
+        gx_maas_oai_error(&r, c->err_status, c->err_type, c->err_code, "%s", c->err_msg);
+    } else if (c->stream && c->status == 200) {
+        r.status = 200;
+        r.ctype = "text/event-stream";
+        r.stream = gx_maas_proxy_io_stream(c);
         c->refs++;
-        c->last_send = gx_maas_now(m);
-        return;
+    } else {
+        r.status = (int)c->status;
+        r.ctype = c->ctype;
+        r.text = c->out.p ? c->out.p : gx_xcalloc(1, 1);
+        r.text_len = c->out.len;
+        c->out.p = NULL;
+        c->out.len = c->out.cap = c->out.off = 0;
     }
-    resp->status = (int)c->status;
-    resp->ctype = c->ctype;
-    resp->text = c->out.p ? c->out.p : calloc(1, 1);
-    resp->text_len = c->out.len;
-    c->out.p = NULL;
-    c->out.len = c->out.cap = c->out.off = 0;
+    if (gx_http_complete(c->req, &r) && r.stream.read) c->refs--;   /* not taken */
 }
 
 /* ---- admission ------------------------------------------------------------------------ */
@@ -779,7 +338,7 @@ void gx_maas_proxy_call(gx_maas *m, gx_req *req, gx_resp *resp, gx_maas_key *key
     gx_maas_ask ask;
     if (ask_of(&bi, endpoint, gx_maas_prompt_estimate(&bi), &ask, resp)) goto out;
     int64_t now = gx_maas_now(m);
-    md->last_request_ms = now;
+    md->last_request_ms = gx_maas_mono_ms(m);   /* scale-to-zero idles on the monotonic clock */
     gx_maas_replica *rep = gx_maas_models_pick(md, NULL);
     if (!rep) {
         int cold = md->workload && !md->wanted;
@@ -790,8 +349,7 @@ void gx_maas_proxy_call(gx_maas *m, gx_req *req, gx_resp *resp, gx_maas_key *key
         gx_resp_header(resp, "retry-after", "5");
         goto out;
     }
-    call *c = calloc(1, sizeof *c);
-    if (!c) abort();
+    call *c = gx_xcalloc(1, sizeof *c);
     c->m = m;
     c->key = key;
     c->tier = tier;
@@ -817,7 +375,7 @@ void gx_maas_proxy_call(gx_maas *m, gx_req *req, gx_resp *resp, gx_maas_key *key
     if (c->next) c->next->prev = c;
     m->proxy->calls = c;
     m->proxy->ncalls++;
-    if (upstream_body(c, req, &bi, &b) || start(c)) {
+    if (upstream_body(c, req, &bi, &b) || gx_maas_proxy_io_start(c)) {
         gx_maas_settle(tier, &key->bucket, c->ubucket, c->reserved, 0, 1, now);
         gx_maas_oai_error(resp, 500, "api_error", NULL, "cannot forward the request");
         free_call(c);
@@ -825,7 +383,7 @@ void gx_maas_proxy_call(gx_maas *m, gx_req *req, gx_resp *resp, gx_maas_key *key
     }
     c->req = req;
     req->async = c;
-    req->async_free = on_req_gone;
+    req->async_free = gx_maas_proxy_release;
     resp->defer = 1;
 out:
     if (resp->status >= 400) refused(m, key, tier, md ? md->name : name, endpoint, resp->status, bi.stream);
@@ -837,12 +395,12 @@ static void shutdown_calls(gx_maas_proxy *p)
 {
     for (call *c = p->calls; c; c = c->next) {
         if (!c->active) continue;
-        stop_transfer(c);
+        gx_maas_proxy_io_stop(c);
         if (c->state == WAITING) {
             fail(c, 503, "service_unavailable", "shutting_down", "the gateway is stopping");
             settle(c, 503, 1);
             c->state = DONE;
-            if (c->req) gx_http_resume(c->req);
+            gx_maas_proxy_complete(c);
         } else {
             settle(c, 503, 0);
             c->state = DONE;
@@ -857,12 +415,9 @@ void gx_maas_proxy_free(gx_maas_proxy *p)
     if (!p) return;
     while (p->calls) { /* only when the HTTP server did not release them */
         call *c = p->calls;
-        stop_transfer(c);
+        gx_maas_proxy_io_stop(c);
         free_call(c);
     }
-    for (size_t i = 0; i < p->npool; i++) curl_easy_cleanup(p->pool[i]);
-    free(p->pool);
-    curl_multi_cleanup(p->multi);
-    gx_up_free(p->up);
+    gx_maas_proxy_io_close(p);
     free(p);
 }

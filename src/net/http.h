@@ -24,10 +24,11 @@ typedef struct gx_req {
     size_t body_len;
     int body_too_large;
     void *user;              /* set by the router after authentication */
-    /* Deferred answers (the gateway): a handler that sets resp->defer keeps the
-     * connection waiting; gx_http_resume() calls the handler again with the same req,
-     * and async (its own state) still set. async_free runs when the request ends (the
-     * answer sent, or the client gone), never from inside gx_http_resume. */
+    /* Deferred answers (the gateway): a handler that sets resp->defer keeps req as
+     * its handle and the connection waiting, and later answers with gx_http_complete
+     * (the handler is entered once per request). async is the handler's own state:
+     * async_free(async) runs when the request ends (the answer sent, or the client
+     * gone: after that req must not be used), never from inside gx_http_complete. */
     void *async;
     void (*async_free)(void *async);
 } gx_req;
@@ -54,7 +55,7 @@ typedef struct gx_resp {
     const char *hname[16];
     char hval[16][128];
     int nh;
-    int defer;               /* answer later: see gx_req.async */
+    int defer;               /* answer later, with gx_http_complete: see gx_req.async */
 } gx_resp;
 
 typedef void (*gx_http_fn)(gx_req *req, gx_resp *resp, void *ud);
@@ -69,9 +70,14 @@ void gx_http_wake_streams(gx_http *h);
 int gx_http_stream_count(const gx_http *h);
 /* Wake one stream by the handle gx_stream.wake received (NULL: nothing). */
 void gx_http_wake_stream(void *handle);
-/* Call the handler of a deferred request again (see gx_req.async): its answer is
- * written at once; cleanup and any stream body follow at the next gx_http_run. */
-void gx_http_resume(gx_req *req);
+/* The answer to a deferred request (see gx_req.async). resp is the caller's, filled
+ * as a handler fills one; its json, text and stream are taken (resp is left empty).
+ * The head and a plain body are written at once (one send); the cleanup (async_free)
+ * and a stream's body follow at the next gx_http_run, so no callback into the caller
+ * runs from in here. Called before the handler returned (the answer was ready at
+ * once), it is sent when the handler returns. -1 when req is not waiting for an
+ * answer (answered already): json and text are freed, a stream stays the caller's. */
+int gx_http_complete(gx_req *req, gx_resp *resp);
 /* Requests under path prefix (the gateway's "/v1/") get their own body limit, and an
  * over-limit body reaches the handler with body_too_large set (so it can answer in its
  * own error format). The prefix is the OpenAI-compatible surface: what the HTTP layer
@@ -81,7 +87,7 @@ void gx_http_resume(gx_req *req);
 void gx_http_set_prefix_limit(gx_http *h, const char *prefix, size_t limit);
 /* 0 when gx_http_run has pending work, else -1 (timeouts run on loop timers). */
 int64_t gx_http_timeout(gx_http *h);
-/* Do pending work now: woken streams, the cleanup after resumed answers. */
+/* Do pending work now: woken streams, the cleanup after completed answers. */
 void gx_http_run(gx_http *h);
 
 const char *gx_req_query(const gx_req *r, const char *key);

@@ -3,7 +3,8 @@
  * Must not: block anywhere but in epoll_wait.
  * Timers are few (grace-period kills, wakeups for maximum execution time, log
  * followers), so a flat array scanned per iteration is simpler than a heap and fast
- * enough; the watch table is indexed by fd. */
+ * enough; the watch table is indexed by fd. Timers run on the monotonic clock; the
+ * wall clock is kept beside it for the stamps callers write (see loop.h). */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,7 +19,8 @@ typedef struct timer { uint64_t id; int64_t at; gx_timer_fn fn; void *ud; } time
 struct gx_loop {
     int ep;
     int stop;
-    int64_t now;
+    int64_t now;                  /* wall clock, ms */
+    int64_t mono;                 /* monotonic clock, ms: timers */
     watch *w;
     int nw;
     timer *t;
@@ -28,11 +30,18 @@ struct gx_loop {
     void *prepare_ud;
 };
 
-static int64_t wall_ms(void)
+static int64_t clock_ms(clockid_t id)
 {
     struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
+    clock_gettime(id, &ts);
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Both clocks at once (vDSO reads, no system call). */
+static void read_clocks(gx_loop *l)
+{
+    l->mono = clock_ms(CLOCK_MONOTONIC);
+    l->now = clock_ms(CLOCK_REALTIME);
 }
 
 gx_loop *gx_loop_new(void)
@@ -41,7 +50,7 @@ gx_loop *gx_loop_new(void)
     if (!l) return NULL;
     l->ep = epoll_create1(EPOLL_CLOEXEC);
     if (l->ep < 0) { free(l); return NULL; }
-    l->now = wall_ms();
+    read_clocks(l);
     l->next_id = 1;
     return l;
 }
@@ -110,7 +119,13 @@ void gx_loop_set_prepare(gx_loop *l, gx_prepare_fn fn, void *ud)
 }
 
 int64_t gx_loop_now(const gx_loop *l) { return l->now; }
-int64_t gx_loop_update_time(gx_loop *l) { return l->now = wall_ms(); }
+int64_t gx_loop_mono(const gx_loop *l) { return l->mono; }
+
+int64_t gx_loop_update_time(gx_loop *l)
+{
+    read_clocks(l);
+    return l->now;
+}
 void gx_loop_stop(gx_loop *l) { l->stop = 1; }
 
 /* Fire due timers. A callback may add or cancel timers, so restart the scan after each. */
@@ -119,7 +134,7 @@ static void run_timers(gx_loop *l)
     for (;;) {
         size_t i;
         for (i = 0; i < l->nt; i++)
-            if (l->t[i].at <= l->now) break;
+            if (l->t[i].at <= l->mono) break;
         if (i == l->nt) return;
         timer t = l->t[i];
         l->t[i] = l->t[--l->nt];
@@ -135,14 +150,14 @@ int gx_loop_run(gx_loop *l)
         if (l->prepare) timeout = l->prepare(l, l->prepare_ud);
         if (l->stop) break;
         for (size_t i = 0; i < l->nt; i++) {
-            int64_t d = l->t[i].at - l->now;
+            int64_t d = l->t[i].at - l->mono;
             if (d < 0) d = 0;
             if (timeout < 0 || d < timeout) timeout = d;
         }
         if (timeout > 60000 || timeout < 0) timeout = 60000;
         int n = epoll_wait(l->ep, evs, 64, (int)timeout);
         if (n < 0 && errno != EINTR) return -1;
-        l->now = wall_ms();
+        read_clocks(l);
         for (int i = 0; i < n; i++) {
             int fd = evs[i].data.fd;
             if (fd < l->nw && l->w[fd].used) l->w[fd].fn(l, fd, evs[i].events, l->w[fd].ud);

@@ -20,6 +20,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 #include "net/upstream.h"
+#include "lib/alloc.h"
 #include "lib/sbuf.h"
 
 #define RBUF (GX_UP_MAX_HEAD * 2)   /* read buffer of a connection: a whole head fits */
@@ -250,7 +251,7 @@ typedef struct gx_up_conn {
     gx_up_parser ps;
     char *rbuf;
     size_t roff, rlen;
-    int64_t deadline;              /* of the current wait (connect, first byte, idle, or pool expiry) */
+    int64_t deadline;              /* of the current wait (connect, first byte, idle, or pool expiry), on gx_loop_mono */
     struct gx_up_conn *next, *prev;    /* the host's idle list, or the client's busy list */
     struct gx_up_conn *qnext;          /* the kick queue */
 } gx_up_conn;
@@ -336,8 +337,8 @@ static gx_up_conn *conn_open(gx_up *u, gx_up_host *h, gx_up_req *r)
     gx_up_conn *c = u->spare;
     if (c) { u->spare = c->next; u->nspare--; }
     else {
-        c = calloc(1, sizeof *c);
-        if (!c || !(c->rbuf = malloc(RBUF))) abort();
+        c = gx_xcalloc(1, sizeof *c);
+        c->rbuf = gx_xmalloc(RBUF);
     }
     char *rb = c->rbuf;
     unsigned gen = c->gen;
@@ -350,7 +351,7 @@ static gx_up_conn *conn_open(gx_up *u, gx_up_host *h, gx_up_req *r)
     r->conn = c;
     list_add(&u->busy, c);
     gx_up_parser_init(&c->ps);
-    int64_t now = gx_loop_now(u->loop);
+    int64_t now = gx_loop_mono(u->loop);
     c->deadline = r->connect_ms > 0 ? now + r->connect_ms : INT64_MAX;
     c->fd = socket(h->sa.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (c->fd < 0) { c->state = C_FAILED; c->fail_err = errno; kick(c); return c; }
@@ -385,7 +386,7 @@ static void finish(gx_up_conn *c, int err, const char *why)
         c->state = C_IDLE;
         c->reused = 1;
         c->roff = c->rlen = 0;
-        c->deadline = gx_loop_now(u->loop) + IDLE_KEEP_MS;
+        c->deadline = gx_loop_mono(u->loop) + IDLE_KEEP_MS;
         list_add(&c->host->idle, c);
         c->host->nidle++;
     } else {
@@ -436,7 +437,7 @@ static void conn_send(gx_up_conn *c)
         r->sent += (size_t)w;
     }
     c->state = C_READING;
-    int64_t now = gx_loop_now(c->u->loop);
+    int64_t now = gx_loop_mono(c->u->loop);
     c->deadline = r->first_byte_ms > 0 ? now + r->first_byte_ms : INT64_MAX;
 }
 
@@ -483,7 +484,7 @@ static void conn_read(gx_up_conn *c)
         if (n > 0) {
             c->rlen += (size_t)n;
             c->req->got_bytes = 1;
-            c->deadline = c->req->idle_ms > 0 ? gx_loop_now(u->loop) + c->req->idle_ms : INT64_MAX;
+            c->deadline = c->req->idle_ms > 0 ? gx_loop_mono(u->loop) + c->req->idle_ms : INT64_MAX;
             c->drained = (size_t)n < room;
             continue;
         }
@@ -670,7 +671,7 @@ void gx_up_resume(gx_up *u, gx_up_req *r)
     gx_up_conn *c = r->conn;
     if (!c || c->state != C_READING) return;
     /* the wait for the reader does not count against the model server */
-    c->deadline = r->idle_ms > 0 ? gx_loop_now(u->loop) + r->idle_ms : INT64_MAX;
+    c->deadline = r->idle_ms > 0 ? gx_loop_mono(u->loop) + r->idle_ms : INT64_MAX;
     c->drained = 0; /* an edge may have come and gone while paused */
     kick(c); /* the tick reads on */
 }
@@ -706,7 +707,7 @@ int64_t gx_up_tick(gx_up *u)
             conn_read(c);
         }
     }
-    int64_t now = gx_loop_now(u->loop);
+    int64_t now = gx_loop_mono(u->loop);
     if (now >= u->next_scan) {
         u->next_scan = now + SCAN_MS;
         for (gx_up_conn *c = u->busy, *nx; c; c = nx) {

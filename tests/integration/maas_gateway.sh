@@ -8,11 +8,12 @@
 # (one budget for all the keys of a user, another user unaffected), retry on another
 # replica, a pooled connection closed by the server retried unseen, 503 "starting",
 # cancellation of the upstream when the client leaves, back-pressure, usage records and
-# /metrics, and 200 clients racing one tier's token budget. Token grants: the upstream is
-# told the completion limit that was reserved (a server that runs to its context length
-# without max_tokens never overshoots a budget), a small tier admits requests that name
-# no max_tokens, x-ratelimit-* shows the tier's shared budget too, a request that can
-# never fit says x-should-retry: false, and a client that leaves gives its tokens back.
+# /metrics (one gateway call counts one HTTP request), and 200 clients racing one tier's
+# token budget. Token grants: the upstream is told the completion limit that was
+# reserved (a server that runs to its context length without max_tokens never
+# overshoots a budget), a small tier admits requests that name no max_tokens,
+# x-ratelimit-* shows the tier's shared budget too, a request that can never fit says
+# x-should-retry: false, and a client that leaves gives its tokens back.
 source "$(dirname "$0")/lib.sh"
 G=$GPUAAS_BIN
 echo "s3cret-upstream-key" >"$TMP/upstream.key"
@@ -158,6 +159,14 @@ out=$(v1 "$GOLD" chat/completions -D "$hdr" -d "$(chat fake-model 'hello there' 
 expect_eq "plain chat completion" "$(status_of "$out")" 200
 expect_eq "...body passed through" "$(body_of "$out" | jq -r '.choices[0].message.content')" "tok0 tok1 tok2 tok3 tok4 "
 expect_eq "...usage passed through" "$(body_of "$out" | jq -c .usage)" '{"prompt_tokens":2,"completion_tokens":5,"total_tokens":7}'
+# the router is entered once per request: a gateway call (deferred, then completed when
+# the upstream answers) moves gpuaas_http_requests_total by one; the second read of
+# /metrics counts itself too
+reqs() { curl -s "$GPUAAS_SERVER/metrics" | awk '$1=="gpuaas_http_requests_total"{print $2}'; }
+r0=$(reqs); v1 "$GOLD" chat/completions -d "$(chat fake-model hi 2)" >/dev/null; r1=$(reqs)
+expect_eq "one plain gateway call counts one HTTP request" "$((r1 - r0 - 1))" 1
+r0=$(reqs); v1 "$GOLD" chat/completions -d "$(chat fake-model hi 2 ',"stream":true')" >/dev/null; r1=$(reqs)
+expect_eq "one streamed gateway call counts one HTTP request" "$((r1 - r0 - 1))" 1
 check "...x-ratelimit headers on success" grep -qi '^x-ratelimit-remaining-tokens: [0-9]' "$hdr"
 out=$(v1 "$GOLD" completions -d '{"model":"fake-alias","prompt":"say it","max_tokens":2}')
 expect_eq "completions by alias" "$(body_of "$out" | jq -r '.choices[0].text')" "tok0 tok1 "
