@@ -20,6 +20,8 @@
 #include <stddef.h>
 #include <jansson.h>
 #include "core/engine.h"
+#include "lib/alloc.h"
+#include "lib/strmap.h"
 
 #define GX_MAX_RG 16
 #define GX_MAX_COVERED 64
@@ -29,20 +31,11 @@
 
 /* ---- small containers (engine_util.c) ---------------------------------------------- */
 
-/* String -> int map with deletion (open addressing, tombstones). Keys are copied. */
-typedef struct gx_smap {
-    char **keys;
-    int *vals;
-    size_t cap, n, used;
-} gx_smap;
-int gx_engine_util_smap_get(const gx_smap *m, const char *k);       /* -1 when absent */
-void gx_engine_util_smap_put(gx_smap *m, const char *k, int v);
-void gx_engine_util_smap_del(gx_smap *m, const char *k);
-void gx_engine_util_smap_free(gx_smap *m);
+/* Name -> index maps are lib/strmap's index maps (gx_strmap_geti/puti, -1 when absent). */
 
 /* Interned names: id <-> string, append-only. */
 typedef struct gx_names {
-    gx_smap map;
+    gx_strmap map;
     char **s;
     int n, cap;
 } gx_names;
@@ -50,10 +43,9 @@ int gx_engine_util_intern(gx_names *t, const char *s);
 int gx_engine_util_lookup(const gx_names *t, const char *s);        /* -1 when unknown */
 void gx_engine_util_names_free(gx_names *t);
 
-void *gx_engine_util_xrealloc(void *p, size_t n);
-char *gx_engine_util_xstrdup(const char *s);
-#define GX_GROW(arr, n, cap) do { if ((n) >= (cap)) { (cap) = (cap) ? (cap) * 2 : 8; \
-    (arr) = gx_engine_util_xrealloc((arr), (size_t)(cap) * sizeof *(arr)); } } while (0)
+/* Grow an int-counted array to hold element n (lib/alloc's gx_xgrow: the one growth rule). */
+#define GX_GROW(arr, n, cap) do { if ((size_t)(n) >= (size_t)(cap)) { size_t gx_c_ = (size_t)(cap); \
+    (arr) = gx_xgrow((arr), &gx_c_, (size_t)(n) + 1, sizeof *(arr)); (cap) = gx_c_; } } while (0)
 
 /* ---- objects ------------------------------------------------------------------------ */
 
@@ -279,12 +271,12 @@ struct gx_engine {
     int *fr_flv, *fr_res;        /* fr id -> flavor id / resource id */
     int fr_cap;
     gx_rf *rfs; int rf_cap;      /* by flavor id */
-    gx_cq *cqs; int n_cq, cap_cq; gx_smap cq_map;
-    gx_cohort *cohorts; int n_co, cap_co; gx_smap co_map;
-    gx_lq *lqs; int n_lq, cap_lq; gx_smap lq_map;
-    gx_wpc *wpcs; int n_wpc, cap_wpc; gx_smap wpc_map;
-    gx_node *nodes; int n_nodes, cap_nodes; gx_smap node_map;
-    gx_wl *wls; int n_wl, cap_wl; gx_smap wl_map;
+    gx_cq *cqs; int n_cq, cap_cq; gx_strmap cq_map;
+    gx_cohort *cohorts; int n_co, cap_co; gx_strmap co_map;
+    gx_lq *lqs; int n_lq, cap_lq; gx_strmap lq_map;
+    gx_wpc *wpcs; int n_wpc, cap_wpc; gx_strmap wpc_map;
+    gx_node *nodes; int n_nodes, cap_nodes; gx_strmap node_map;
+    gx_wl *wls; int n_wl, cap_wl; gx_strmap wl_map;
     int *free_wl; int n_free_wl, cap_free_wl;
     uint64_t seq;
     uint64_t gen_seq;            /* metadata.generateName suffixes */

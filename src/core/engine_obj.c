@@ -51,8 +51,8 @@ int gx_engine_obj_parse_labels(const json_t *o, gx_labels *out, const char *fiel
     if (!o || json_is_null(o)) return 0;
     if (!json_is_object(o)) return gx_errf(err, 422, field, "must be a map of string to string");
     size_t n = json_object_size(o);
-    out->k = calloc(n ? n : 1, sizeof *out->k);
-    out->v = calloc(n ? n : 1, sizeof *out->v);
+    out->k = gx_xcalloc(n ? n : 1, sizeof *out->k);
+    out->v = gx_xcalloc(n ? n : 1, sizeof *out->v);
     const char *k;
     json_t *v;
     json_object_foreach((json_t *)o, k, v) {
@@ -62,8 +62,8 @@ int gx_engine_obj_parse_labels(const json_t *o, gx_labels *out, const char *fiel
             gx_engine_obj_labels_free(out);
             return gx_errf(err, 422, f, "label value must be a string");
         }
-        out->k[out->n] = gx_engine_util_xstrdup(k);
-        out->v[out->n++] = gx_engine_util_xstrdup(json_string_value(v));
+        out->k[out->n] = gx_xstrdup(k);
+        out->v[out->n++] = gx_xstrdup(json_string_value(v));
     }
     return 0;
 }
@@ -154,7 +154,7 @@ static int parse_taints(const json_t *a, gx_taint **out, int *n, const char *fie
     if (!a || json_is_null(a)) return 0;
     if (!json_is_array(a)) return gx_errf(err, 422, field, "must be a list of {key, value, effect}");
     size_t m = json_array_size(a);
-    *out = calloc(m ? m : 1, sizeof **out);
+    *out = gx_xcalloc(m ? m : 1, sizeof **out);
     for (size_t i = 0; i < m; i++) {
         const json_t *t = json_array_get(a, i);
         char f[192];
@@ -165,9 +165,9 @@ static int parse_taints(const json_t *a, gx_taint **out, int *n, const char *fie
             gx_engine_obj_taints_free(*out, *n);
             return gx_errf(err, 422, f, "taint effect must be NoSchedule, PreferNoSchedule or NoExecute");
         }
-        (*out)[*n].key = gx_engine_util_xstrdup(k);
-        (*out)[*n].value = gx_engine_util_xstrdup(opt_str(t, "value") ? opt_str(t, "value") : "");
-        (*out)[*n].effect = gx_engine_util_xstrdup(eff);
+        (*out)[*n].key = gx_xstrdup(k);
+        (*out)[*n].value = gx_xstrdup(opt_str(t, "value") ? opt_str(t, "value") : "");
+        (*out)[*n].effect = gx_xstrdup(eff);
         (*n)++;
     }
     return 0;
@@ -180,7 +180,7 @@ int gx_engine_obj_parse_tols(const json_t *a, gx_toler **out, int *n, const char
     if (!a || json_is_null(a)) return 0;
     if (!json_is_array(a)) return gx_errf(err, 422, field, "must be a list of tolerations");
     size_t m = json_array_size(a);
-    *out = calloc(m ? m : 1, sizeof **out);
+    *out = gx_xcalloc(m ? m : 1, sizeof **out);
     for (size_t i = 0; i < m; i++) {
         const json_t *t = json_array_get(a, i);
         char f[192];
@@ -195,10 +195,10 @@ int gx_engine_obj_parse_tols(const json_t *a, gx_toler **out, int *n, const char
         else if (eff && *eff && !effect_ok(eff)) bad = "effect must be NoSchedule, PreferNoSchedule or NoExecute";
         if (bad) { gx_engine_obj_tols_free(*out, *n); return gx_errf(err, 422, f, "%s", bad); }
         gx_toler *o = &(*out)[(*n)++];
-        o->key = gx_engine_util_xstrdup(k ? k : "");
-        o->op = gx_engine_util_xstrdup(op);
-        o->value = gx_engine_util_xstrdup(opt_str(t, "value") ? opt_str(t, "value") : "");
-        o->effect = gx_engine_util_xstrdup(eff ? eff : "");
+        o->key = gx_xstrdup(k ? k : "");
+        o->op = gx_xstrdup(op);
+        o->value = gx_xstrdup(opt_str(t, "value") ? opt_str(t, "value") : "");
+        o->effect = gx_xstrdup(eff ? eff : "");
     }
     return 0;
 }
@@ -248,8 +248,8 @@ int gx_engine_obj_fr(gx_engine *e, int flv, int res)
     if (id >= e->fr_cap) {
         int nc = e->fr_cap ? e->fr_cap * 2 : 64;
         while (nc <= id) nc *= 2;
-        e->fr_flv = gx_engine_util_xrealloc(e->fr_flv, (size_t)nc * sizeof(int));
-        e->fr_res = gx_engine_util_xrealloc(e->fr_res, (size_t)nc * sizeof(int));
+        e->fr_flv = gx_xreallocarray(e->fr_flv, (size_t)nc, sizeof(int));
+        e->fr_res = gx_xreallocarray(e->fr_res, (size_t)nc, sizeof(int));
         e->fr_cap = nc;
     }
     e->fr_flv[id] = flv;
@@ -342,8 +342,8 @@ static int parse_rgs(gx_engine *e, const json_t *spec, gx_quota_spec *qs, int ha
         if (!json_is_array(fls) || json_array_size(fls) < 1 || json_array_size(fls) > GX_MAX_FLAVORS)
             return gx_errf(err, 422, f, "flavors must list 1 to %d flavors", GX_MAX_FLAVORS);
         rg->nflv = (int)json_array_size(fls);
-        rg->q = calloc((size_t)(rg->nflv * rg->nres), sizeof *rg->q);
-        rg->fr = calloc((size_t)(rg->nflv * rg->nres), sizeof *rg->fr);
+        rg->q = gx_xcalloc((size_t)(rg->nflv * rg->nres), sizeof *rg->q);
+        rg->fr = gx_xcalloc((size_t)(rg->nflv * rg->nres), sizeof *rg->fr);
         for (int k = 0; k < rg->nflv; k++) {
             const json_t *fl = json_array_get(fls, (size_t)k);
             char h[192];
@@ -458,8 +458,8 @@ static int parse_cq(gx_engine *e, const json_t *obj, gx_cq *c, gx_err *err)
     const char *co = opt_str(spec, "cohortName");
     if (!co) co = opt_str(spec, "cohort");                   /* v1beta1 */
     if (co && !*co) co = NULL;
-    c->name = gx_engine_util_xstrdup(name);
-    c->cohort_name = gx_engine_util_xstrdup(co);
+    c->name = gx_xstrdup(name);
+    c->cohort_name = co ? gx_xstrdup(co) : NULL;
     c->manifest = json_deep_copy(obj);
     if (parse_rgs(e, spec, &c->qs, co != NULL, "cohort", err) < 0) goto bad;
     if (parse_enum(spec, "queueingStrategy", STRATEGY, 2, GX_BESTEFFORT, &c->strategy, "spec.queueingStrategy", err) < 0) goto bad;
@@ -514,12 +514,12 @@ static int apply_cq(gx_engine *e, const json_t *obj, gx_err *err)
 {
     gx_cq c;
     if (parse_cq(e, obj, &c, err) < 0) return -1;
-    int i = gx_engine_util_smap_get(&e->cq_map, c.name);
+    int i = gx_strmap_geti(&e->cq_map, c.name);
     if (i < 0) {
         GX_GROW(e->cqs, e->n_cq, e->cap_cq);
         i = e->n_cq++;
         memset(&e->cqs[i], 0, sizeof e->cqs[i]);
-        gx_engine_util_smap_put(&e->cq_map, c.name, i);
+        gx_strmap_puti(&e->cq_map, c.name, i);
     } else {
         gx_cq *o = &e->cqs[i];
         c.q = o->q;
@@ -555,15 +555,15 @@ static int apply_cohort(gx_engine *e, const json_t *obj, gx_err *err)
     gx_cohort c;
     memset(&c, 0, sizeof c);
     if (parse_rgs(e, spec, &c.qs, parent != NULL, "parent cohort", err) < 0) { qs_free(&c.qs); return -1; }
-    c.name = gx_engine_util_xstrdup(name);
-    c.parent_name = gx_engine_util_xstrdup(parent);
+    c.name = gx_xstrdup(name);
+    c.parent_name = parent ? gx_xstrdup(parent) : NULL;
     c.manifest = json_deep_copy(obj);
     c.node = -1;
-    int i = gx_engine_util_smap_get(&e->co_map, name);
+    int i = gx_strmap_geti(&e->co_map, name);
     if (i < 0) {
         GX_GROW(e->cohorts, e->n_co, e->cap_co);
         i = e->n_co++;
-        gx_engine_util_smap_put(&e->co_map, name, i);
+        gx_strmap_puti(&e->co_map, name, i);
     } else {
         cohort_free(&e->cohorts[i]);
     }
@@ -586,7 +586,7 @@ static int apply_rf(gx_engine *e, const json_t *obj, gx_err *err)
     if (id >= e->rf_cap) {
         int nc = e->rf_cap ? e->rf_cap * 2 : 16;
         while (nc <= id) nc *= 2;
-        e->rfs = gx_engine_util_xrealloc(e->rfs, (size_t)nc * sizeof *e->rfs);
+        e->rfs = gx_xreallocarray(e->rfs, (size_t)nc, sizeof *e->rfs);
         memset(e->rfs + e->rf_cap, 0, (size_t)(nc - e->rf_cap) * sizeof *e->rfs);
         e->rf_cap = nc;
     }
@@ -619,7 +619,7 @@ static int apply_lq(gx_engine *e, const json_t *obj, gx_err *err)
     if (parse_enum(spec, "stopPolicy", STOP, 3, GX_STOP_NONE, &stop, "spec.stopPolicy", err) < 0) return -1;
     char key[512];
     snprintf(key, sizeof key, "%s/%s", ns, name);
-    int i = gx_engine_util_smap_get(&e->lq_map, key);
+    int i = gx_strmap_geti(&e->lq_map, key);
     if (i >= 0) {
         gx_lq *o = &e->lqs[i];
         if (strcmp(o->cq_name, cq))
@@ -633,14 +633,14 @@ static int apply_lq(gx_engine *e, const json_t *obj, gx_err *err)
     i = e->n_lq++;
     gx_lq *l = &e->lqs[i];
     memset(l, 0, sizeof *l);
-    l->ns = gx_engine_util_xstrdup(ns);
-    l->name = gx_engine_util_xstrdup(name);
-    l->key = gx_engine_util_xstrdup(key);
-    l->cq_name = gx_engine_util_xstrdup(cq);
+    l->ns = gx_xstrdup(ns);
+    l->name = gx_xstrdup(name);
+    l->key = gx_xstrdup(key);
+    l->cq_name = gx_xstrdup(cq);
     l->manifest = json_deep_copy(obj);
     json_object_set_new(json_object_get(l->manifest, "metadata"), "namespace", json_string(ns));
     l->stop = stop;
-    gx_engine_util_smap_put(&e->lq_map, key, i);
+    gx_strmap_puti(&e->lq_map, key, i);
     return 0;
 }
 
@@ -652,13 +652,13 @@ static int apply_wpc(gx_engine *e, const json_t *obj, gx_err *err)
     if (!json_is_integer(v)) return gx_errf(err, 422, "value", "value (an integer priority) is required");
     json_int_t x = json_integer_value(v);
     if (x < INT32_MIN || x > 1000000000) return gx_errf(err, 422, "value", "value must be at most 1000000000");
-    int i = gx_engine_util_smap_get(&e->wpc_map, name);
+    int i = gx_strmap_geti(&e->wpc_map, name);
     if (i < 0) {
         GX_GROW(e->wpcs, e->n_wpc, e->cap_wpc);
         i = e->n_wpc++;
-        e->wpcs[i].name = gx_engine_util_xstrdup(name);
+        e->wpcs[i].name = gx_xstrdup(name);
         e->wpcs[i].manifest = NULL;
-        gx_engine_util_smap_put(&e->wpc_map, name, i);
+        gx_strmap_puti(&e->wpc_map, name, i);
     }
     json_decref(e->wpcs[i].manifest);
     e->wpcs[i].manifest = json_deep_copy(obj);
@@ -670,7 +670,7 @@ static int apply_node(gx_engine *e, const json_t *obj, gx_err *err)
 {
     gx_node n;
     if (gx_engine_place_parse_node(obj, &n, err) < 0) return -1;
-    int i = gx_engine_util_smap_get(&e->node_map, n.name);
+    int i = gx_strmap_geti(&e->node_map, n.name);
     if (i >= 0) {
         gx_node *o = &e->nodes[i];
         for (int g = 0; g < o->n_gpus; g++)
@@ -684,7 +684,7 @@ static int apply_node(gx_engine *e, const json_t *obj, gx_err *err)
     }
     GX_GROW(e->nodes, e->n_nodes, e->cap_nodes);
     e->nodes[e->n_nodes] = n;
-    gx_engine_util_smap_put(&e->node_map, n.name, e->n_nodes++);
+    gx_strmap_puti(&e->node_map, n.name, e->n_nodes++);
     return 0;
 }
 
@@ -724,7 +724,7 @@ int gx_engine_apply(gx_engine *e, const json_t *obj, gx_err *err)
 int gx_engine_obj_lq_cq(const gx_engine *e, int lq)
 {
     if (lq < 0 || lq >= e->n_lq || !e->lqs[lq].key) return -1;
-    return gx_engine_util_smap_get(&e->cq_map, e->lqs[lq].cq_name);
+    return gx_strmap_geti(&e->cq_map, e->lqs[lq].cq_name);
 }
 
 /* ---- delete and listing --------------------------------------------------------------- */
@@ -740,10 +740,10 @@ int gx_engine_delete(gx_engine *e, const char *kind, const char *ns, const char 
     gx_err_clear(err);
     int i;
     if (!strcmp(kind, "ClusterQueue")) {
-        if ((i = gx_engine_util_smap_get(&e->cq_map, name)) < 0) goto nf;
+        if ((i = gx_strmap_geti(&e->cq_map, name)) < 0) goto nf;
         if (cq_in_use(e, i)) return gx_errf(err, 409, "", "ClusterQueue %s still has pending or admitted workloads", name);
         gx_cq *c = &e->cqs[i];
-        gx_engine_util_smap_del(&e->cq_map, name);
+        gx_strmap_del(&e->cq_map, name);
         cq_free_spec(c);
         gx_engine_queue_free(c);
         int last = e->n_cq - 1;
@@ -758,16 +758,16 @@ int gx_engine_delete(gx_engine *e, const char *kind, const char *ns, const char 
         }
         if (i != last) {
             e->cqs[i] = e->cqs[last];
-            gx_engine_util_smap_put(&e->cq_map, e->cqs[i].name, i);
+            gx_strmap_puti(&e->cq_map, e->cqs[i].name, i);
         }
         e->n_cq--;
     } else if (!strcmp(kind, "Cohort")) {
-        if ((i = gx_engine_util_smap_get(&e->co_map, name)) < 0) goto nf;
-        gx_engine_util_smap_del(&e->co_map, name);
+        if ((i = gx_strmap_geti(&e->co_map, name)) < 0) goto nf;
+        gx_strmap_del(&e->co_map, name);
         cohort_free(&e->cohorts[i]);
         if (i != e->n_co - 1) {
             e->cohorts[i] = e->cohorts[e->n_co - 1];
-            gx_engine_util_smap_put(&e->co_map, e->cohorts[i].name, i);
+            gx_strmap_puti(&e->co_map, e->cohorts[i].name, i);
         }
         e->n_co--;
     } else if (!strcmp(kind, "ResourceFlavor")) {
@@ -787,35 +787,35 @@ int gx_engine_delete(gx_engine *e, const char *kind, const char *ns, const char 
     } else if (!strcmp(kind, "LocalQueue")) {
         char key[512];
         snprintf(key, sizeof key, "%s/%s", ns && *ns ? ns : "default", name);
-        if ((i = gx_engine_util_smap_get(&e->lq_map, key)) < 0) goto nf;
+        if ((i = gx_strmap_geti(&e->lq_map, key)) < 0) goto nf;
         for (int w = 0; w < e->n_wl; w++)
             if (e->wls[w].live && e->wls[w].lq == i
                 && (e->wls[w].state == GX_WL_PENDING || e->wls[w].state == GX_WL_ADMITTED))
                 return gx_errf(err, 409, "", "LocalQueue %s still has pending or admitted workloads", key);
         gx_lq *l = &e->lqs[i];
-        gx_engine_util_smap_del(&e->lq_map, key);
+        gx_strmap_del(&e->lq_map, key);
         free(l->ns); free(l->name); free(l->key); free(l->cq_name);
         json_decref(l->manifest);
         memset(l, 0, sizeof *l);      /* slot stays (workloads keep their lq index) */
     } else if (!strcmp(kind, "WorkloadPriorityClass")) {
-        if ((i = gx_engine_util_smap_get(&e->wpc_map, name)) < 0) goto nf;
-        gx_engine_util_smap_del(&e->wpc_map, name);
+        if ((i = gx_strmap_geti(&e->wpc_map, name)) < 0) goto nf;
+        gx_strmap_del(&e->wpc_map, name);
         free(e->wpcs[i].name);
         json_decref(e->wpcs[i].manifest);
         if (i != e->n_wpc - 1) {
             e->wpcs[i] = e->wpcs[e->n_wpc - 1];
-            gx_engine_util_smap_put(&e->wpc_map, e->wpcs[i].name, i);
+            gx_strmap_puti(&e->wpc_map, e->wpcs[i].name, i);
         }
         e->n_wpc--;
     } else if (!strcmp(kind, "Node")) {
-        if ((i = gx_engine_util_smap_get(&e->node_map, name)) < 0) goto nf;
+        if ((i = gx_strmap_geti(&e->node_map, name)) < 0) goto nf;
         for (int g = 0; g < e->nodes[i].n_gpus; g++)
             if (e->nodes[i].gpus[g].n_users) return gx_errf(err, 409, "", "node %s has workloads placed on it", name);
-        gx_engine_util_smap_del(&e->node_map, name);
+        gx_strmap_del(&e->node_map, name);
         gx_engine_place_node_free(&e->nodes[i]);
         if (i != e->n_nodes - 1) {
             e->nodes[i] = e->nodes[e->n_nodes - 1];
-            gx_engine_util_smap_put(&e->node_map, e->nodes[i].name, i);
+            gx_strmap_puti(&e->node_map, e->nodes[i].name, i);
             /* placements refer to node indices: renumber the moved node */
             for (int w = 0; w < e->n_wl; w++) {
                 gx_wl *wl = &e->wls[w];
@@ -893,9 +893,9 @@ void gx_engine_obj_free_all(gx_engine *e)
         gx_engine_obj_tols_free(r->tols, r->n_tols);
     }
     free(e->rfs);
-    gx_engine_util_smap_free(&e->cq_map);
-    gx_engine_util_smap_free(&e->co_map);
-    gx_engine_util_smap_free(&e->lq_map);
-    gx_engine_util_smap_free(&e->wpc_map);
-    gx_engine_util_smap_free(&e->node_map);
+    gx_strmap_free(&e->cq_map);
+    gx_strmap_free(&e->co_map);
+    gx_strmap_free(&e->lq_map);
+    gx_strmap_free(&e->wpc_map);
+    gx_strmap_free(&e->node_map);
 }
