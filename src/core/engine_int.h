@@ -183,7 +183,9 @@ typedef struct gx_qnode {
 
 /* ---- workloads ---------------------------------------------------------------------- */
 
-enum { GX_WL_PENDING = 0, GX_WL_ADMITTED, GX_WL_FINISHED, GX_WL_DEACTIVATED };
+/* gx_wl.state: the public phases (engine.h), so views and typed queries agree. */
+enum { GX_WL_PENDING = GX_PHASE_PENDING, GX_WL_ADMITTED = GX_PHASE_ADMITTED,
+       GX_WL_FINISHED = GX_PHASE_FINISHED, GX_WL_DEACTIVATED = GX_PHASE_DEACTIVATED };
 
 typedef struct gx_podset {
     char *name;
@@ -419,6 +421,9 @@ void gx_engine_place_release(gx_engine *e, gx_wl *w);
 void gx_engine_place_node_free(gx_node *n);
 int gx_engine_place_parse_node(const json_t *obj, gx_node *out, gx_err *err);
 json_t *gx_engine_place_view(const gx_engine *e, const gx_wl *w);
+/* Devices of pod `pod` of w (shared or whole GPUs): their count, the first max in out;
+ * -1 when w has no placement or no such pod. gx_engine_wl_devices() and the view use it. */
+int gx_engine_place_devs(const gx_engine *e, const gx_wl *w, int pod, gx_engine_dev *out, int max);
 int gx_engine_place_restore(gx_engine *e, gx_wl *w, const json_t *placement);
 /* Record pod `pod` of workload wi as a user of GPU g (share_place.c uses it too). */
 void gx_engine_gpu_add_user(gx_gpu *g, int wi, int pod);

@@ -259,25 +259,53 @@ void gx_engine_place_release(gx_engine *e, gx_wl *w)
     w->n_pl_dev = 0;
 }
 
+int gx_engine_place_devs(const gx_engine *e, const gx_wl *w, int pod, gx_engine_dev *out, int max)
+{
+    if (!w->pl_node || pod < 0 || pod >= gx_engine_wl_pods(w)) return -1;
+    int c = gx_share_engine_devs(e, w, pod, out, max);   /* shared node: MIG UUIDs, replicas, shares */
+    if (c >= 0) return c;
+    const gx_node *n = &e->nodes[w->pl_node[pod]];
+    c = 0;
+    for (int d = 0; d < w->n_pl_dev; d++) {
+        if (w->pl_devpod[d] != pod) continue;
+        const gx_gpu *g = &e->nodes[w->pl_dev[2 * d]].gpus[w->pl_dev[2 * d + 1]];
+        if (c < max)
+            out[c] = (gx_engine_dev){ .uuid = g->uuid, .gpu_uuid = g->uuid, .model = g->model, .node = n->name,
+                                      .index = w->pl_dev[2 * d + 1], .mig = -1, .replica = -1 };
+        c++;
+    }
+    return c;
+}
+
+/* The view is built from gx_engine_place_devs, so the typed answer and the JSON agree. */
 json_t *gx_engine_place_view(const gx_engine *e, const gx_wl *w)
 {
     json_t *a = json_array();
     if (!w->pl_node) return a;
     int64_t pods = gx_engine_wl_pods(w);
     for (int p = 0; p < pods; p++) {
-        const gx_node *n = &e->nodes[w->pl_node[p]];
-        json_t *devs = gx_share_engine_devices(e, w, p);   /* shared node: MIG UUIDs, replicas, shares */
-        if (devs) {
-            json_array_append_new(a, json_pack("{s:i, s:s, s:o}", "pod", p, "node", n->name, "devices", devs));
-            continue;
+        int c = gx_engine_place_devs(e, w, p, NULL, 0);
+        gx_engine_dev *dv = gx_xcalloc((size_t)(c > 0 ? c : 0), sizeof *dv);
+        c = gx_engine_place_devs(e, w, p, dv, c);
+        json_t *devs = json_array();
+        for (int k = 0; k < c; k++) {
+            const gx_engine_dev *d = &dv[k];
+            json_t *x = json_pack("{s:s, s:i, s:s}", "uuid", d->uuid, "index", d->index, "model", d->model);
+            if (d->shared) {
+                json_object_set_new(x, "mode", json_string(d->mode));
+                json_object_set_new(x, "cores", json_integer(d->cores));
+                json_object_set_new(x, "memoryMiB", json_integer(d->mem_mib));
+            }
+            if (d->mig >= 0) {
+                json_object_set_new(x, "gpuUUID", json_string(d->gpu_uuid));
+                json_object_set_new(x, "mig", json_integer(d->mig));
+                json_object_set_new(x, "profile", json_string(d->profile));
+            }
+            if (d->replica >= 0) json_object_set_new(x, "replica", json_integer(d->replica));
+            json_array_append_new(devs, x);
         }
-        devs = json_array();
-        for (int d = 0; d < w->n_pl_dev; d++) {
-            if (w->pl_devpod[d] != p) continue;
-            const gx_gpu *g = &e->nodes[w->pl_dev[2 * d]].gpus[w->pl_dev[2 * d + 1]];
-            json_array_append_new(devs, json_pack("{s:s, s:i, s:s}", "uuid", g->uuid, "index", w->pl_dev[2 * d + 1], "model", g->model));
-        }
-        json_array_append_new(a, json_pack("{s:i, s:s, s:o}", "pod", p, "node", n->name, "devices", devs));
+        free(dv);
+        json_array_append_new(a, json_pack("{s:i, s:s, s:o}", "pod", p, "node", e->nodes[w->pl_node[p]].name, "devices", devs));
     }
     return a;
 }

@@ -14,7 +14,6 @@
 
 static const char *const COND_TYPE[GX_C_N] = {"QuotaReserved", "Admitted", "Evicted", "Preempted", "Requeued",
                                               "Finished", "Deactivated"};
-static const char *const STATE[] = {"Pending", "Admitted", "Finished", "Deactivated"};
 
 /* Days since 1970-01-01 -> civil date (Howard Hinnant's algorithm). */
 static void civil(int64_t z, int *y, unsigned *m, unsigned *d)
@@ -179,7 +178,7 @@ static json_t *wl_json(const gx_engine *e, const gx_wl *w, int pcq, int plq)
     if (w->cq >= 0) json_object_set_new(o, "clusterQueue", json_string(e->cqs[w->cq].name));
     if (w->s.pc_name) json_object_set_new(o, "priorityClass", json_string(w->s.pc_name));
     json_object_set_new(o, "priority", json_integer(w->priority));
-    json_object_set_new(o, "state", json_string(STATE[w->state]));
+    json_object_set_new(o, "state", json_string(gx_engine_phase_name((gx_wl_phase)w->state)));
     if (w->state == GX_WL_FINISHED) json_object_set_new(o, "succeeded", json_boolean(w->succeeded));
     gx_engine_view_time(w->created, t, sizeof t);
     json_object_set_new(o, "createdAt", json_string(t));
@@ -249,7 +248,7 @@ static int match_filter(const gx_engine *e, const gx_wl *w, const gx_wl_filter *
         for (size_t i = 0; i < f->n_namespaces && !ok; i++) ok = !strcmp(f->namespaces[i], w->s.ns);
         if (!ok) return 0;
     }
-    if (f->state && strcmp(f->state, STATE[w->state])) return 0;
+    if (f->state && gx_engine_phase_parse(f->state) != (gx_wl_phase)w->state) return 0;
     if (f->cluster_queue && (w->cq < 0 || strcmp(f->cluster_queue, e->cqs[w->cq].name))) return 0;
     if (f->local_queue) {
         const char *qn = w->s.lq_name ? w->s.lq_name : "default";

@@ -696,11 +696,9 @@ int gx_engine_restore(gx_engine *e, const json_t *job, const json_t *status, gx_
 
 size_t gx_engine_count(const gx_engine *e, const char *state)
 {
-    static const char *const names[] = {"Pending", "Admitted", "Finished", "Deactivated"};
-    size_t n = 0;
-    for (int i = 0; i < e->n_wl; i++)
-        if (e->wls[i].live && (!state || !strcmp(state, names[e->wls[i].state]))) n++;
-    return n;
+    if (!state) return gx_engine_count_phase(e, GX_PHASE_ABSENT);
+    gx_wl_phase p = gx_engine_phase_parse(state);
+    return p == GX_PHASE_ABSENT ? 0 : gx_engine_count_phase(e, p);
 }
 
 void gx_engine_set_fair_sharing(gx_engine *e, int on)

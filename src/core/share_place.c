@@ -301,28 +301,24 @@ void gx_share_engine_release(gx_engine *e, gx_wl *w)
     release_wl(e, (int)(w - e->wls));
 }
 
-json_t *gx_share_engine_devices(const gx_engine *e, const gx_wl *w, int pod)
+int gx_share_engine_devs(const gx_engine *e, const gx_wl *w, int pod, gx_engine_dev *out, int max)
 {
-    if (!w->pl_node) return NULL;
+    if (!w->pl_node) return -1;
     const gx_node *n = &e->nodes[w->pl_node[pod]];
-    if (!n->share) return NULL;
+    if (!n->share) return -1;
     gx_share_dev d[GX_SHARE_MAX_GPUS];
     int c = gx_share_owned(n->share, OWNER((int)(w - e->wls), pod), d, GX_SHARE_MAX_GPUS);
-    json_t *a = json_array();
-    for (int k = 0; k < c && k < GX_SHARE_MAX_GPUS; k++) {
+    if (c > GX_SHARE_MAX_GPUS) c = GX_SHARE_MAX_GPUS;
+    for (int k = 0; k < c && k < max; k++) {
         const gx_share_gpu *g = &n->share->gpu[d[k].gpu];
-        const char *uuid = d[k].mig >= 0 ? g->mig[d[k].mig].uuid : g->uuid;
-        json_t *x = json_pack("{s:s,s:i,s:s,s:s,s:i,s:I}", "uuid", uuid, "index", d[k].gpu, "model", n->gpus[d[k].gpu].model,
-                              "mode", gx_share_mode_name(g->mode), "cores", d[k].cores, "memoryMiB", (json_int_t)d[k].mem_mib);
-        if (d[k].mig >= 0) {
-            json_object_set_new(x, "gpuUUID", json_string(g->uuid));
-            json_object_set_new(x, "mig", json_integer(d[k].mig));
-            json_object_set_new(x, "profile", json_string(g->mig[d[k].mig].profile));
-        }
-        if (d[k].replica >= 0) json_object_set_new(x, "replica", json_integer(d[k].replica));
-        json_array_append_new(a, x);
+        out[k] = (gx_engine_dev){
+            .uuid = d[k].mig >= 0 ? g->mig[d[k].mig].uuid : g->uuid, .gpu_uuid = g->uuid,
+            .model = n->gpus[d[k].gpu].model, .node = n->name, .index = d[k].gpu, .shared = 1,
+            .mode = gx_share_mode_name(g->mode), .cores = d[k].cores, .mem_mib = d[k].mem_mib,
+            .mig = d[k].mig, .profile = d[k].mig >= 0 ? g->mig[d[k].mig].profile : NULL, .replica = d[k].replica,
+        };
     }
-    return a;
+    return c;
 }
 
 json_t *gx_share_engine_gpu_view(const gx_engine *e, const gx_node *n, int g)
