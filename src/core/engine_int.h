@@ -304,7 +304,7 @@ struct gx_engine {
     gx_action *acts; size_t n_acts, cap_acts;
 };
 
-/* engine_obj.c */
+/* engine_obj.c, engine_obj_fields.c (the fields several kinds share) */
 int gx_engine_obj_fr(gx_engine *e, int flv, int res);
 void gx_engine_obj_free_all(gx_engine *e);
 int gx_engine_obj_ns_matches(const gx_cq *cq, const char *ns);
@@ -312,6 +312,12 @@ int gx_engine_obj_lq_cq(const gx_engine *e, int lq);     /* cq index of a local 
 void gx_engine_obj_labels_free(gx_labels *l);
 void gx_engine_obj_taints_free(gx_taint *t, int n);
 void gx_engine_obj_tols_free(gx_toler *t, int n);
+/* The string at o[k], NULL when absent or not a string. */
+const char *gx_engine_obj_str(const json_t *o, const char *k);
+/* metadata.name (a DNS subdomain) and, with ns, metadata.namespace ("default" when
+ * need_ns and absent); -1 with err naming the field. */
+int gx_engine_obj_check_name(const json_t *obj, int need_ns, const char **name, const char **ns, gx_err *err);
+int gx_engine_obj_parse_taints(const json_t *a, gx_taint **out, int *n, const char *field, gx_err *err);
 int gx_engine_obj_parse_labels(const json_t *o, gx_labels *out, const char *field, gx_err *err);
 int gx_engine_obj_parse_tols(const json_t *a, gx_toler **out, int *n, const char *field, gx_err *err);
 int gx_engine_obj_tolerates(const gx_taint *t, const gx_toler *tols, int n_tols);

@@ -1,7 +1,8 @@
 /* engine_obj: the configuration objects (ResourceFlavor, ClusterQueue, Cohort, LocalQueue,
  * WorkloadPriorityClass, and gpuaas Node through engine_place) and their validation.
  * Owns: parsing JSON manifests into structs, Kueue's schema/CEL/webhook rules, apply,
- * delete and the object listings.
+ * delete and the object listings. The fields several kinds share (labels, taints,
+ * tolerations, affinity, names) are parsed in engine_obj_fields.c.
  * Must not: change anything when an object is invalid (parse completely into a fresh
  * struct first, then swap); touch queues beyond marking the quota tree dirty and waking
  * inadmissible workloads. */
@@ -10,227 +11,10 @@
 #include <string.h>
 #include "core/engine_int.h"
 #include "core/quantity.h"
-#include "lib/k8sname.h"
 
 #define KUEUE_V1B2 "kueue.x-k8s.io/v1beta2"
 #define KUEUE_V1B1 "kueue.x-k8s.io/v1beta1"
 #define GPUAAS_V1 "gpuaas.dev/v1alpha1"
-
-/* ---- small helpers ------------------------------------------------------------------- */
-
-const char *gx_engine_obj_label(const gx_labels *l, const char *k)
-{
-    for (int i = 0; i < l->n; i++)
-        if (!strcmp(l->k[i], k)) return l->v[i];
-    return NULL;
-}
-
-void gx_engine_obj_labels_free(gx_labels *l)
-{
-    for (int i = 0; i < l->n; i++) { free(l->k[i]); free(l->v[i]); }
-    free(l->k);
-    free(l->v);
-    memset(l, 0, sizeof *l);
-}
-
-void gx_engine_obj_taints_free(gx_taint *t, int n)
-{
-    for (int i = 0; i < n; i++) { free(t[i].key); free(t[i].value); free(t[i].effect); }
-    free(t);
-}
-
-void gx_engine_obj_tols_free(gx_toler *t, int n)
-{
-    for (int i = 0; i < n; i++) { free(t[i].key); free(t[i].op); free(t[i].value); free(t[i].effect); }
-    free(t);
-}
-
-int gx_engine_obj_parse_labels(const json_t *o, gx_labels *out, const char *field, gx_err *err)
-{
-    memset(out, 0, sizeof *out);
-    if (!o || json_is_null(o)) return 0;
-    if (!json_is_object(o)) return gx_errf(err, 422, field, "must be a map of string to string");
-    size_t n = json_object_size(o);
-    out->k = gx_xcalloc(n ? n : 1, sizeof *out->k);
-    out->v = gx_xcalloc(n ? n : 1, sizeof *out->v);
-    const char *k;
-    json_t *v;
-    json_object_foreach((json_t *)o, k, v) {
-        if (!json_is_string(v)) {
-            char f[192];
-            snprintf(f, sizeof f, "%s[\"%s\"]", field, k);
-            gx_engine_obj_labels_free(out);
-            return gx_errf(err, 422, f, "label value must be a string");
-        }
-        out->k[out->n] = gx_xstrdup(k);
-        out->v[out->n++] = gx_xstrdup(json_string_value(v));
-    }
-    return 0;
-}
-
-static const char *opt_str(const json_t *o, const char *k);
-
-/* spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution
- * .nodeSelectorTerms, validated; *out = a copy of the terms or NULL. */
-int gx_engine_obj_parse_affinity(const json_t *spec, json_t **out, const char *field, gx_err *err)
-{
-    *out = NULL;
-    const json_t *req = json_object_get(json_object_get(json_object_get(spec, "affinity"), "nodeAffinity"),
-                                        "requiredDuringSchedulingIgnoredDuringExecution");
-    if (!req) return 0;
-    const json_t *terms = json_object_get(req, "nodeSelectorTerms");
-    char f[256];
-    snprintf(f, sizeof f, "%s.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms", field);
-    if (!json_is_array(terms)) return gx_errf(err, 422, f, "must be a list of terms");
-    for (size_t i = 0; i < json_array_size(terms); i++) {
-        const json_t *ex = json_object_get(json_array_get(terms, i), "matchExpressions");
-        for (size_t j = 0; j < json_array_size(ex); j++) {
-            const char *op = opt_str(json_array_get(ex, j), "operator"), *k = opt_str(json_array_get(ex, j), "key");
-            if (!k || !op || (strcmp(op, "In") && strcmp(op, "NotIn") && strcmp(op, "Exists") && strcmp(op, "DoesNotExist")
-                               && strcmp(op, "Gt") && strcmp(op, "Lt"))) {
-                char g[320];
-                snprintf(g, sizeof g, "%s[%zu].matchExpressions[%zu]", f, i, j);
-                return gx_errf(err, 422, g, "a match expression needs a key and an operator In, NotIn, Exists, DoesNotExist, Gt or Lt");
-            }
-        }
-    }
-    *out = json_deep_copy(terms);
-    return 0;
-}
-
-static int expr_match(const json_t *x, const gx_labels *labels)
-{
-    const char *key = opt_str(x, "key"), *op = opt_str(x, "operator");
-    const char *v = gx_engine_obj_label(labels, key);
-    const json_t *vals = json_object_get(x, "values");
-    if (!strcmp(op, "Exists")) return v != NULL;
-    if (!strcmp(op, "DoesNotExist")) return v == NULL;
-    if (!v) return 0;
-    if (!strcmp(op, "Gt") || !strcmp(op, "Lt")) {
-        const char *w = json_string_value(json_array_get(vals, 0));
-        if (!w) return 0;
-        long long a = strtoll(v, NULL, 10), b = strtoll(w, NULL, 10);
-        return !strcmp(op, "Gt") ? a > b : a < b;
-    }
-    int in = 0;
-    for (size_t i = 0; i < json_array_size(vals) && !in; i++)
-        in = json_is_string(json_array_get(vals, i)) && !strcmp(json_string_value(json_array_get(vals, i)), v);
-    return !strcmp(op, "In") ? in : !in;
-}
-
-int gx_engine_obj_affinity_match(const json_t *terms, const gx_labels *labels, const gx_labels *only_keys)
-{
-    if (!terms || !json_array_size(terms)) return 1;
-    for (size_t i = 0; i < json_array_size(terms); i++) {
-        const json_t *ex = json_object_get(json_array_get(terms, i), "matchExpressions");
-        int used = 0, ok = 1;
-        for (size_t j = 0; j < json_array_size(ex) && ok; j++) {
-            const json_t *x = json_array_get(ex, j);
-            if (only_keys && !gx_engine_obj_label(only_keys, opt_str(x, "key"))) continue;
-            used++;
-            ok = expr_match(x, labels);
-        }
-        if (only_keys && !used) return 1;      /* a term with no relevant key matches any flavor */
-        if (ok) return 1;
-    }
-    return 0;
-}
-
-static const char *opt_str(const json_t *o, const char *k)
-{
-    const json_t *v = json_object_get(o, k);
-    return json_is_string(v) ? json_string_value(v) : NULL;
-}
-
-static int effect_ok(const char *e)
-{
-    return !strcmp(e, "NoSchedule") || !strcmp(e, "PreferNoSchedule") || !strcmp(e, "NoExecute");
-}
-
-static int parse_taints(const json_t *a, gx_taint **out, int *n, const char *field, gx_err *err)
-{
-    *out = NULL;
-    *n = 0;
-    if (!a || json_is_null(a)) return 0;
-    if (!json_is_array(a)) return gx_errf(err, 422, field, "must be a list of {key, value, effect}");
-    size_t m = json_array_size(a);
-    *out = gx_xcalloc(m ? m : 1, sizeof **out);
-    for (size_t i = 0; i < m; i++) {
-        const json_t *t = json_array_get(a, i);
-        char f[192];
-        snprintf(f, sizeof f, "%s[%zu]", field, i);
-        const char *k = opt_str(t, "key"), *eff = opt_str(t, "effect");
-        if (!json_is_object(t) || !k || !*k) { gx_engine_obj_taints_free(*out, *n); return gx_errf(err, 422, f, "a taint needs a key"); }
-        if (!eff || !effect_ok(eff)) {
-            gx_engine_obj_taints_free(*out, *n);
-            return gx_errf(err, 422, f, "taint effect must be NoSchedule, PreferNoSchedule or NoExecute");
-        }
-        (*out)[*n].key = gx_xstrdup(k);
-        (*out)[*n].value = gx_xstrdup(opt_str(t, "value") ? opt_str(t, "value") : "");
-        (*out)[*n].effect = gx_xstrdup(eff);
-        (*n)++;
-    }
-    return 0;
-}
-
-int gx_engine_obj_parse_tols(const json_t *a, gx_toler **out, int *n, const char *field, gx_err *err)
-{
-    *out = NULL;
-    *n = 0;
-    if (!a || json_is_null(a)) return 0;
-    if (!json_is_array(a)) return gx_errf(err, 422, field, "must be a list of tolerations");
-    size_t m = json_array_size(a);
-    *out = gx_xcalloc(m ? m : 1, sizeof **out);
-    for (size_t i = 0; i < m; i++) {
-        const json_t *t = json_array_get(a, i);
-        char f[192];
-        snprintf(f, sizeof f, "%s[%zu]", field, i);
-        const char *op = opt_str(t, "operator"), *k = opt_str(t, "key"), *eff = opt_str(t, "effect");
-        if (!op) op = "Equal";
-        const char *bad = NULL;
-        if (!json_is_object(t)) bad = "a toleration must be an object";
-        else if (strcmp(op, "Equal") && strcmp(op, "Exists")) bad = "operator must be Equal or Exists";
-        else if ((!k || !*k) && strcmp(op, "Exists")) bad = "a toleration without key must use operator Exists";
-        else if (!strcmp(op, "Exists") && opt_str(t, "value") && *opt_str(t, "value")) bad = "operator Exists takes no value";
-        else if (eff && *eff && !effect_ok(eff)) bad = "effect must be NoSchedule, PreferNoSchedule or NoExecute";
-        if (bad) { gx_engine_obj_tols_free(*out, *n); return gx_errf(err, 422, f, "%s", bad); }
-        gx_toler *o = &(*out)[(*n)++];
-        o->key = gx_xstrdup(k ? k : "");
-        o->op = gx_xstrdup(op);
-        o->value = gx_xstrdup(opt_str(t, "value") ? opt_str(t, "value") : "");
-        o->effect = gx_xstrdup(eff ? eff : "");
-    }
-    return 0;
-}
-
-/* Kubernetes toleration matching: empty key with Exists matches every taint; empty
- * effect matches every effect. */
-int gx_engine_obj_tolerates(const gx_taint *t, const gx_toler *tols, int n_tols)
-{
-    if (!strcmp(t->effect, "PreferNoSchedule")) return 1;
-    for (int i = 0; i < n_tols; i++) {
-        const gx_toler *o = &tols[i];
-        if (o->effect[0] && strcmp(o->effect, t->effect)) continue;
-        if (!o->key[0]) { if (!strcmp(o->op, "Exists")) return 1; continue; }
-        if (strcmp(o->key, t->key)) continue;
-        if (!strcmp(o->op, "Exists") || !strcmp(o->value, t->value)) return 1;
-    }
-    return 0;
-}
-
-static int check_name(const json_t *obj, int need_ns, const char **name, const char **ns, gx_err *err)
-{
-    const json_t *md = json_object_get(obj, "metadata");
-    *name = opt_str(md, "name");
-    if (!*name || !**name) return gx_errf(err, 422, "metadata.name", "Required value: name or generateName is required");
-    if (gx_k8s_check_subdomain(*name, GX_K8S_SUBDOMAIN_MAX, "metadata.name", err)) return -1;
-    if (ns) {
-        *ns = opt_str(md, "namespace");
-        if (need_ns && (!*ns || !**ns)) *ns = "default";
-        if (*ns && gx_k8s_check_label(*ns, GX_K8S_LABEL_MAX, "metadata.namespace", err)) return -1;
-    }
-    return 0;
-}
 
 /* ---- quota specs (ClusterQueue and Cohort resourceGroups) ----------------------------- */
 
@@ -279,7 +63,7 @@ static int parse_flavor_quota(gx_engine *e, gx_rg *rg, int fi, const json_t *fl,
     for (int j = 0; j < rg->nres; j++) {
         const json_t *r = json_array_get(rs, (size_t)j);
         snprintf(g, sizeof g, "%s.resources[%d]", f, j);
-        const char *rn = opt_str(r, "name");
+        const char *rn = gx_engine_obj_str(r, "name");
         if (!rn || strcmp(rn, e->res.s[rg->res[j]]))
             return gx_errf(err, 422, g, "resource name \"%s\" must be \"%s\" (coveredResources[%d])",
                            rn ? rn : "", e->res.s[rg->res[j]], j);
@@ -348,7 +132,7 @@ static int parse_rgs(gx_engine *e, const json_t *spec, gx_quota_spec *qs, int ha
             const json_t *fl = json_array_get(fls, (size_t)k);
             char h[192];
             snprintf(h, sizeof h, "spec.resourceGroups[%zu].flavors[%d]", i, k);
-            const char *fn = opt_str(fl, "name");
+            const char *fn = gx_engine_obj_str(fl, "name");
             if (!fn || !*fn) return gx_errf(err, 422, h, "flavor name is required");
             rg->flv[k] = gx_engine_util_intern(&e->flv, fn);
             for (int a = 0; a < qs->n_rg; a++)
@@ -391,7 +175,7 @@ static int parse_nssel(const json_t *sel, gx_nssel *out, gx_err *err)
     const json_t *me = json_object_get(sel, "matchExpressions");
     if (me && !json_is_array(me)) return gx_errf(err, 422, "spec.namespaceSelector.matchExpressions", "must be a list");
     for (size_t i = 0; me && i < json_array_size(me); i++) {
-        const char *op = opt_str(json_array_get(me, i), "operator");
+        const char *op = gx_engine_obj_str(json_array_get(me, i), "operator");
         char f[128];
         snprintf(f, sizeof f, "spec.namespaceSelector.matchExpressions[%zu].operator", i);
         if (!op || (strcmp(op, "In") && strcmp(op, "NotIn") && strcmp(op, "Exists") && strcmp(op, "DoesNotExist")))
@@ -416,7 +200,7 @@ int gx_engine_obj_ns_matches(const gx_cq *cq, const char *ns)
     const json_t *me = json_object_get(cq->nssel.sel, "matchExpressions");
     for (size_t i = 0; i < json_array_size(me); i++) {
         const json_t *x = json_array_get(me, i);
-        const char *key = opt_str(x, "key"), *op = opt_str(x, "operator");
+        const char *key = gx_engine_obj_str(x, "key"), *op = gx_engine_obj_str(x, "operator");
         int has = key && !strcmp(key, "kubernetes.io/metadata.name");
         int in = 0;
         const json_t *vals = json_object_get(x, "values");
@@ -452,11 +236,11 @@ static int parse_cq(gx_engine *e, const json_t *obj, gx_cq *c, gx_err *err)
 {
     const char *name;
     memset(c, 0, sizeof *c);
-    if (check_name(obj, 0, &name, NULL, err) < 0) return -1;
+    if (gx_engine_obj_check_name(obj, 0, &name, NULL, err) < 0) return -1;
     const json_t *spec = json_object_get(obj, "spec");
     if (spec && !json_is_object(spec)) return gx_errf(err, 422, "spec", "spec must be an object");
-    const char *co = opt_str(spec, "cohortName");
-    if (!co) co = opt_str(spec, "cohort");                   /* v1beta1 */
+    const char *co = gx_engine_obj_str(spec, "cohortName");
+    if (!co) co = gx_engine_obj_str(spec, "cohort");                   /* v1beta1 */
     if (co && !*co) co = NULL;
     c->name = gx_xstrdup(name);
     c->cohort_name = co ? gx_xstrdup(co) : NULL;
@@ -484,7 +268,7 @@ static int parse_cq(gx_engine *e, const json_t *obj, gx_cq *c, gx_err *err)
     if (parse_enum(fg, "whenCanBorrow", FUNG, 2, GX_FUNG_STOP, &c->fung_borrow, "spec.flavorFungibility.whenCanBorrow", err) < 0) goto bad;
     if (parse_enum(fg, "whenCanPreempt", FUNG, 2, GX_FUNG_NEXT, &c->fung_preempt, "spec.flavorFungibility.whenCanPreempt", err) < 0) goto bad;
     /* v1beta1 spellings */
-    const char *wb = opt_str(fg, "whenCanBorrow"), *wp = opt_str(fg, "whenCanPreempt");
+    const char *wb = gx_engine_obj_str(fg, "whenCanBorrow"), *wp = gx_engine_obj_str(fg, "whenCanPreempt");
     (void)wb; (void)wp;
     if (parse_enum(fg, "preference", PREF, 3, GX_PREF_NONE, &c->fung_pref, "spec.flavorFungibility.preference", err) < 0) goto bad;
     if (c->fung_pref != GX_PREF_NONE && !(c->fung_borrow == GX_FUNG_NEXT && c->fung_preempt == GX_FUNG_NEXT)) {
@@ -504,7 +288,7 @@ static void v1beta1_fixups(json_t *obj)
     json_t *fg = json_object_get(json_object_get(obj, "spec"), "flavorFungibility");
     const char *keys[] = {"whenCanBorrow", "whenCanPreempt"};
     for (int i = 0; i < 2 && fg; i++) {
-        const char *v = opt_str(fg, keys[i]);
+        const char *v = gx_engine_obj_str(fg, keys[i]);
         if (v && (!strcmp(v, "Borrow") || !strcmp(v, "Preempt")))
             json_object_set_new(fg, keys[i], json_string("MayStopSearch"));
     }
@@ -547,9 +331,9 @@ static void cohort_free(gx_cohort *c)
 static int apply_cohort(gx_engine *e, const json_t *obj, gx_err *err)
 {
     const char *name;
-    if (check_name(obj, 0, &name, NULL, err) < 0) return -1;
+    if (gx_engine_obj_check_name(obj, 0, &name, NULL, err) < 0) return -1;
     const json_t *spec = json_object_get(obj, "spec");
-    const char *parent = opt_str(spec, "parentName");
+    const char *parent = gx_engine_obj_str(spec, "parentName");
     if (parent && !*parent) parent = NULL;
     if (parent && !strcmp(parent, name)) return gx_errf(err, 422, "spec.parentName", "a cohort cannot be its own parent");
     gx_cohort c;
@@ -574,12 +358,12 @@ static int apply_cohort(gx_engine *e, const json_t *obj, gx_err *err)
 static int apply_rf(gx_engine *e, const json_t *obj, gx_err *err)
 {
     const char *name;
-    if (check_name(obj, 0, &name, NULL, err) < 0) return -1;
+    if (gx_engine_obj_check_name(obj, 0, &name, NULL, err) < 0) return -1;
     const json_t *spec = json_object_get(obj, "spec");
     gx_rf r;
     memset(&r, 0, sizeof r);
     if (gx_engine_obj_parse_labels(json_object_get(spec, "nodeLabels"), &r.node_labels, "spec.nodeLabels", err) < 0) return -1;
-    if (parse_taints(json_object_get(spec, "nodeTaints"), &r.taints, &r.n_taints, "spec.nodeTaints", err) < 0) goto bad;
+    if (gx_engine_obj_parse_taints(json_object_get(spec, "nodeTaints"), &r.taints, &r.n_taints, "spec.nodeTaints", err) < 0) goto bad;
     if (gx_engine_obj_parse_tols(json_object_get(spec, "tolerations"), &r.tols, &r.n_tols, "spec.tolerations", err) < 0) goto bad;
     if (r.n_taints > 8 || r.n_tols > 8) { gx_errf(err, 422, r.n_taints > 8 ? "spec.nodeTaints" : "spec.tolerations", "at most 8 allowed"); goto bad; }
     int id = gx_engine_util_intern(&e->flv, name);
@@ -611,9 +395,9 @@ bad:
 static int apply_lq(gx_engine *e, const json_t *obj, gx_err *err)
 {
     const char *name, *ns;
-    if (check_name(obj, 1, &name, &ns, err) < 0) return -1;
+    if (gx_engine_obj_check_name(obj, 1, &name, &ns, err) < 0) return -1;
     const json_t *spec = json_object_get(obj, "spec");
-    const char *cq = opt_str(spec, "clusterQueue");
+    const char *cq = gx_engine_obj_str(spec, "clusterQueue");
     if (!cq || !*cq) return gx_errf(err, 422, "spec.clusterQueue", "spec.clusterQueue is required");
     int stop;
     if (parse_enum(spec, "stopPolicy", STOP, 3, GX_STOP_NONE, &stop, "spec.stopPolicy", err) < 0) return -1;
@@ -647,7 +431,7 @@ static int apply_lq(gx_engine *e, const json_t *obj, gx_err *err)
 static int apply_wpc(gx_engine *e, const json_t *obj, gx_err *err)
 {
     const char *name;
-    if (check_name(obj, 0, &name, NULL, err) < 0) return -1;
+    if (gx_engine_obj_check_name(obj, 0, &name, NULL, err) < 0) return -1;
     const json_t *v = json_object_get(obj, "value");
     if (!json_is_integer(v)) return gx_errf(err, 422, "value", "value (an integer priority) is required");
     json_int_t x = json_integer_value(v);
@@ -692,7 +476,7 @@ int gx_engine_apply(gx_engine *e, const json_t *obj, gx_err *err)
 {
     gx_err_clear(err);
     if (!json_is_object(obj)) return gx_errf(err, 400, "", "an object must be a JSON/YAML map");
-    const char *av = opt_str(obj, "apiVersion"), *kind = opt_str(obj, "kind");
+    const char *av = gx_engine_obj_str(obj, "apiVersion"), *kind = gx_engine_obj_str(obj, "kind");
     if (!av) return gx_errf(err, 400, "apiVersion", "apiVersion is required");
     if (!kind) return gx_errf(err, 400, "kind", "kind is required");
     int kueue = !strcmp(av, KUEUE_V1B2) || !strcmp(av, KUEUE_V1B1);
@@ -840,11 +624,11 @@ static int by_ns_name(const void *a, const void *b)
 {
     const json_t *x = *(json_t *const *)a, *y = *(json_t *const *)b;
     const json_t *mx = json_object_get(x, "metadata"), *my = json_object_get(y, "metadata");
-    const char *nx = opt_str(mx, "namespace"), *ny = opt_str(my, "namespace");
+    const char *nx = gx_engine_obj_str(mx, "namespace"), *ny = gx_engine_obj_str(my, "namespace");
     int c = strcmp(nx ? nx : "", ny ? ny : "");
     if (c) return c;
-    nx = opt_str(mx, "name");
-    ny = opt_str(my, "name");
+    nx = gx_engine_obj_str(mx, "name");
+    ny = gx_engine_obj_str(my, "name");
     return strcmp(nx ? nx : "", ny ? ny : "");
 }
 
