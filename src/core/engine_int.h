@@ -11,9 +11,12 @@
  * Each cluster queue holds its pending workloads in Kueue's queue order (priority, then
  * queue timestamp, then arrival sequence), grouped by scheduling hash so that a
  * BestEffortFIFO head that does not fit sets its whole group aside until something
- * changes (engine_queue.c). Files: obj (objects, validation), quota (resource tree),
- * queue, assign (flavor assignment), preempt (preemption, partial admission), fair
- * (dominant resource share), sched (the pass), place (devices), wl (workloads), view. */
+ * changes (engine_queue.c). Files: obj (objects, validation), obj_fields (labels,
+ * taints, tolerations, affinity, names), quota (resource tree), queue, assign (flavor
+ * assignment), preempt (preemption, partial admission), fair (dominant resource share),
+ * sched (the pass), place (devices), wl (workloads), view (JSON), query (typed answers),
+ * util (interned names). Maps by name are lib/strmap index maps; every allocation goes
+ * through lib/alloc (it aborts in one place: the engine cannot go on half-updated). */
 #ifndef GX_ENGINE_INT_H
 #define GX_ENGINE_INT_H
 #include <stdint.h>
