@@ -197,4 +197,81 @@ size_t gx_engine_count(const gx_engine *e, const char *state);
 /* Switch fair sharing (the server config) on or off; takes effect at the next pass. */
 void gx_engine_set_fair_sharing(gx_engine *e, int on);
 
+/* ---- typed questions (no JSON): what the daemon, the GPU runtime and the scenario
+ * runner ask about one workload or device. Cheap (a map lookup); strings point into the
+ * engine and stay valid until its next change. The views' "state" is the name of the
+ * same phase (gx_engine_phase_name), so the two cannot disagree. ---------------------- */
+
+typedef enum gx_wl_phase {
+    GX_PHASE_ABSENT = -1,  /* no such workload (never submitted, or removed) */
+    GX_PHASE_PENDING = 0,  /* queued: waiting for quota or devices (also after an eviction) */
+    GX_PHASE_ADMITTED,     /* quota reserved and devices placed: its pods should run */
+    GX_PHASE_FINISHED,     /* its pods ended (succeeded or failed) */
+    GX_PHASE_DEACTIVATED,  /* cancelled, or its maximum execution time ran out */
+} gx_wl_phase;
+#define GX_PHASE_N 4       /* phases a workload can be in (ABSENT excluded) */
+
+/* "Pending", "Admitted", "Finished", "Deactivated"; NULL for ABSENT or out of range. */
+const char *gx_engine_phase_name(gx_wl_phase p);
+/* The phase named s (as the views spell it); GX_PHASE_ABSENT when s names none. */
+gx_wl_phase gx_engine_phase_parse(const char *s);
+
+gx_wl_phase gx_engine_wl_phase(const gx_engine *e, const char *key);
+
+/* One workload's state without its JSON view. */
+typedef struct gx_wl_info {
+    gx_wl_phase phase;
+    int succeeded;            /* FINISHED: 1 succeeded, 0 failed; else 0 */
+    const char *cluster_queue;/* queued in or admitted to; NULL when none */
+    int64_t created_ms;
+    int64_t admitted_ms;      /* last admission; kept once it ended (the view's admittedAt); -1 never */
+    int64_t finished_ms;      /* FINISHED/DEACTIVATED; else -1 */
+    int64_t max_exec_s;       /* 0 = no maximum execution time */
+    int64_t acc_ms;           /* execution time accumulated by earlier admissions */
+    int n_podsets;
+    int admitted_pods;        /* ADMITTED: pods admitted in all pod sets (= its pod slots); else 0 */
+} gx_wl_info;
+/* 0 and *out filled, or -1 (out->phase = GX_PHASE_ABSENT) when the key is unknown. */
+int gx_engine_wl_info(const gx_engine *e, const char *key, gx_wl_info *out);
+
+/* Pods admitted in pod set `podset` of an ADMITTED workload (partial admission may give
+ * fewer than its count): the view's admission.podSetAssignments[podset].count; -1 when
+ * not admitted or no such pod set. */
+int gx_engine_wl_admitted_count(const gx_engine *e, const char *key, int podset);
+
+/* A device placed for one pod: what the placement view's "devices" entries say. */
+typedef struct gx_engine_dev {
+    const char *uuid;         /* what the pod is given: the GPU's UUID, or its MIG device's */
+    const char *gpu_uuid;     /* the physical GPU's UUID (== uuid unless mig >= 0) */
+    const char *model;
+    const char *node;
+    int index;                /* the GPU's index on its node */
+    int shared;               /* 1 on a node with shared GPUs: mode, cores and mem_mib apply */
+    const char *mode;         /* shared: "exclusive", "timeSlicing", "mps", "mig", ... else NULL */
+    int cores;                /* shared: percent of the SMs it may use */
+    int64_t mem_mib;          /* shared: memory it may use, MiB */
+    int mig;                  /* MIG device index on the GPU, -1 when none */
+    const char *profile;      /* MIG profile, NULL when mig < 0 */
+    int replica;              /* replica taken (time-slicing, MPS), -1 when none */
+} gx_engine_dev;
+/* The devices of pod slot `pod` (0-based, over all pod sets) of an ADMITTED workload:
+ * returns how many there are, writing the first `max` to out (0: the pod has no GPU);
+ * -1 when the workload is unknown, not admitted, or has no such pod. */
+int gx_engine_wl_devices(const gx_engine *e, const char *key, int pod, gx_engine_dev *out, int max);
+
+/* A GPU as the engine knows it, with who uses it. */
+typedef struct gx_engine_gpu {
+    const char *node, *uuid, *model;
+    int index;                /* on its node */
+    int n_users;              /* pods placed on it (whole or shared) */
+    const char *user;         /* the first such pod's workload key; NULL when idle */
+    int user_pod;             /* that pod's slot; -1 when idle */
+} gx_engine_gpu;
+/* The GPUs of one node (node NULL: of every node, in node order): returns how many there
+ * are, writing the first `max` to out. 0 for an unknown node. */
+size_t gx_engine_gpus(const gx_engine *e, const char *node, gx_engine_gpu *out, size_t max);
+
+/* Number of workloads in a phase (GX_PHASE_ABSENT: all of them). */
+size_t gx_engine_count_phase(const gx_engine *e, gx_wl_phase p);
+
 #endif

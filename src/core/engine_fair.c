@@ -26,7 +26,7 @@ int64_t gx_engine_fair_drs(const gx_engine *e, int node, const int *fr, const in
     const gx_qnode *q = &e->nodes_q[node];
     if (q->parent < 0) return 0;
     int nres = e->res.n;
-    int64_t *borrowed = calloc((size_t)(nres ? nres : 1), sizeof(int64_t));
+    int64_t *borrowed = gx_xcalloc((size_t)(nres ? nres : 1), sizeof(int64_t));
     int any = 0;
     for (int f = 0; f < e->n_fr_tree; f++) {
         int64_t u = q->usage[f];
@@ -93,7 +93,7 @@ static int winner(const gx_engine *e, const gx_entry *ents, int n, const char *d
 
 int gx_engine_fair_next(const gx_engine *e, const gx_entry *ents, int n, const char *done)
 {
-    int *ent_of_cq = malloc((size_t)(e->n_cq ? e->n_cq : 1) * sizeof(int));
+    int *ent_of_cq = gx_xmalloc((size_t)(e->n_cq ? e->n_cq : 1) * sizeof(int));
     for (int i = 0; i < e->n_cq; i++) ent_of_cq[i] = -1;
     for (int i = 0; i < n; i++) ent_of_cq[ents[i].cq] = i;
     int best = -1;

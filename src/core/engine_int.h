@@ -11,15 +11,20 @@
  * Each cluster queue holds its pending workloads in Kueue's queue order (priority, then
  * queue timestamp, then arrival sequence), grouped by scheduling hash so that a
  * BestEffortFIFO head that does not fit sets its whole group aside until something
- * changes (engine_queue.c). Files: obj (objects, validation), quota (resource tree),
- * queue, assign (flavor assignment), preempt (preemption, partial admission), fair
- * (dominant resource share), sched (the pass), place (devices), wl (workloads), view. */
+ * changes (engine_queue.c). Files: obj (objects, validation), obj_fields (labels,
+ * taints, tolerations, affinity, names), quota (resource tree), queue, assign (flavor
+ * assignment), preempt (preemption, partial admission), fair (dominant resource share),
+ * sched (the pass), place (devices), wl (workloads), view (JSON), query (typed answers),
+ * util (interned names). Maps by name are lib/strmap index maps; every allocation goes
+ * through lib/alloc (it aborts in one place: the engine cannot go on half-updated). */
 #ifndef GX_ENGINE_INT_H
 #define GX_ENGINE_INT_H
 #include <stdint.h>
 #include <stddef.h>
 #include <jansson.h>
 #include "core/engine.h"
+#include "lib/alloc.h"
+#include "lib/strmap.h"
 
 #define GX_MAX_RG 16
 #define GX_MAX_COVERED 64
@@ -29,20 +34,11 @@
 
 /* ---- small containers (engine_util.c) ---------------------------------------------- */
 
-/* String -> int map with deletion (open addressing, tombstones). Keys are copied. */
-typedef struct gx_smap {
-    char **keys;
-    int *vals;
-    size_t cap, n, used;
-} gx_smap;
-int gx_engine_util_smap_get(const gx_smap *m, const char *k);       /* -1 when absent */
-void gx_engine_util_smap_put(gx_smap *m, const char *k, int v);
-void gx_engine_util_smap_del(gx_smap *m, const char *k);
-void gx_engine_util_smap_free(gx_smap *m);
+/* Name -> index maps are lib/strmap's index maps (gx_strmap_geti/puti, -1 when absent). */
 
 /* Interned names: id <-> string, append-only. */
 typedef struct gx_names {
-    gx_smap map;
+    gx_strmap map;
     char **s;
     int n, cap;
 } gx_names;
@@ -50,10 +46,9 @@ int gx_engine_util_intern(gx_names *t, const char *s);
 int gx_engine_util_lookup(const gx_names *t, const char *s);        /* -1 when unknown */
 void gx_engine_util_names_free(gx_names *t);
 
-void *gx_engine_util_xrealloc(void *p, size_t n);
-char *gx_engine_util_xstrdup(const char *s);
-#define GX_GROW(arr, n, cap) do { if ((n) >= (cap)) { (cap) = (cap) ? (cap) * 2 : 8; \
-    (arr) = gx_engine_util_xrealloc((arr), (size_t)(cap) * sizeof *(arr)); } } while (0)
+/* Grow an int-counted array to hold element n (lib/alloc's gx_xgrow: the one growth rule). */
+#define GX_GROW(arr, n, cap) do { if ((size_t)(n) >= (size_t)(cap)) { size_t gx_c_ = (size_t)(cap); \
+    (arr) = gx_xgrow((arr), &gx_c_, (size_t)(n) + 1, sizeof *(arr)); (cap) = gx_c_; } } while (0)
 
 /* ---- objects ------------------------------------------------------------------------ */
 
@@ -191,7 +186,9 @@ typedef struct gx_qnode {
 
 /* ---- workloads ---------------------------------------------------------------------- */
 
-enum { GX_WL_PENDING = 0, GX_WL_ADMITTED, GX_WL_FINISHED, GX_WL_DEACTIVATED };
+/* gx_wl.state: the public phases (engine.h), so views and typed queries agree. */
+enum { GX_WL_PENDING = GX_PHASE_PENDING, GX_WL_ADMITTED = GX_PHASE_ADMITTED,
+       GX_WL_FINISHED = GX_PHASE_FINISHED, GX_WL_DEACTIVATED = GX_PHASE_DEACTIVATED };
 
 typedef struct gx_podset {
     char *name;
@@ -279,12 +276,12 @@ struct gx_engine {
     int *fr_flv, *fr_res;        /* fr id -> flavor id / resource id */
     int fr_cap;
     gx_rf *rfs; int rf_cap;      /* by flavor id */
-    gx_cq *cqs; int n_cq, cap_cq; gx_smap cq_map;
-    gx_cohort *cohorts; int n_co, cap_co; gx_smap co_map;
-    gx_lq *lqs; int n_lq, cap_lq; gx_smap lq_map;
-    gx_wpc *wpcs; int n_wpc, cap_wpc; gx_smap wpc_map;
-    gx_node *nodes; int n_nodes, cap_nodes; gx_smap node_map;
-    gx_wl *wls; int n_wl, cap_wl; gx_smap wl_map;
+    gx_cq *cqs; int n_cq, cap_cq; gx_strmap cq_map;
+    gx_cohort *cohorts; int n_co, cap_co; gx_strmap co_map;
+    gx_lq *lqs; int n_lq, cap_lq; gx_strmap lq_map;
+    gx_wpc *wpcs; int n_wpc, cap_wpc; gx_strmap wpc_map;
+    gx_node *nodes; int n_nodes, cap_nodes; gx_strmap node_map;
+    gx_wl *wls; int n_wl, cap_wl; gx_strmap wl_map;
     int *free_wl; int n_free_wl, cap_free_wl;
     uint64_t seq;
     uint64_t gen_seq;            /* metadata.generateName suffixes */
@@ -310,7 +307,7 @@ struct gx_engine {
     gx_action *acts; size_t n_acts, cap_acts;
 };
 
-/* engine_obj.c */
+/* engine_obj.c, engine_obj_fields.c (the fields several kinds share) */
 int gx_engine_obj_fr(gx_engine *e, int flv, int res);
 void gx_engine_obj_free_all(gx_engine *e);
 int gx_engine_obj_ns_matches(const gx_cq *cq, const char *ns);
@@ -318,6 +315,12 @@ int gx_engine_obj_lq_cq(const gx_engine *e, int lq);     /* cq index of a local 
 void gx_engine_obj_labels_free(gx_labels *l);
 void gx_engine_obj_taints_free(gx_taint *t, int n);
 void gx_engine_obj_tols_free(gx_toler *t, int n);
+/* The string at o[k], NULL when absent or not a string. */
+const char *gx_engine_obj_str(const json_t *o, const char *k);
+/* metadata.name (a DNS subdomain) and, with ns, metadata.namespace ("default" when
+ * need_ns and absent); -1 with err naming the field. */
+int gx_engine_obj_check_name(const json_t *obj, int need_ns, const char **name, const char **ns, gx_err *err);
+int gx_engine_obj_parse_taints(const json_t *a, gx_taint **out, int *n, const char *field, gx_err *err);
 int gx_engine_obj_parse_labels(const json_t *o, gx_labels *out, const char *field, gx_err *err);
 int gx_engine_obj_parse_tols(const json_t *a, gx_toler **out, int *n, const char *field, gx_err *err);
 int gx_engine_obj_tolerates(const gx_taint *t, const gx_toler *tols, int n_tols);
@@ -427,6 +430,9 @@ void gx_engine_place_release(gx_engine *e, gx_wl *w);
 void gx_engine_place_node_free(gx_node *n);
 int gx_engine_place_parse_node(const json_t *obj, gx_node *out, gx_err *err);
 json_t *gx_engine_place_view(const gx_engine *e, const gx_wl *w);
+/* Devices of pod `pod` of w (shared or whole GPUs): their count, the first max in out;
+ * -1 when w has no placement or no such pod. gx_engine_wl_devices() and the view use it. */
+int gx_engine_place_devs(const gx_engine *e, const gx_wl *w, int pod, gx_engine_dev *out, int max);
 int gx_engine_place_restore(gx_engine *e, gx_wl *w, const json_t *placement);
 /* Record pod `pod` of workload wi as a user of GPU g (share_place.c uses it too). */
 void gx_engine_gpu_add_user(gx_gpu *g, int wi, int pod);

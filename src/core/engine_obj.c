@@ -1,7 +1,8 @@
 /* engine_obj: the configuration objects (ResourceFlavor, ClusterQueue, Cohort, LocalQueue,
  * WorkloadPriorityClass, and gpuaas Node through engine_place) and their validation.
  * Owns: parsing JSON manifests into structs, Kueue's schema/CEL/webhook rules, apply,
- * delete and the object listings.
+ * delete and the object listings. The fields several kinds share (labels, taints,
+ * tolerations, affinity, names) are parsed in engine_obj_fields.c.
  * Must not: change anything when an object is invalid (parse completely into a fresh
  * struct first, then swap); touch queues beyond marking the quota tree dirty and waking
  * inadmissible workloads. */
@@ -10,227 +11,10 @@
 #include <string.h>
 #include "core/engine_int.h"
 #include "core/quantity.h"
-#include "lib/k8sname.h"
 
 #define KUEUE_V1B2 "kueue.x-k8s.io/v1beta2"
 #define KUEUE_V1B1 "kueue.x-k8s.io/v1beta1"
 #define GPUAAS_V1 "gpuaas.dev/v1alpha1"
-
-/* ---- small helpers ------------------------------------------------------------------- */
-
-const char *gx_engine_obj_label(const gx_labels *l, const char *k)
-{
-    for (int i = 0; i < l->n; i++)
-        if (!strcmp(l->k[i], k)) return l->v[i];
-    return NULL;
-}
-
-void gx_engine_obj_labels_free(gx_labels *l)
-{
-    for (int i = 0; i < l->n; i++) { free(l->k[i]); free(l->v[i]); }
-    free(l->k);
-    free(l->v);
-    memset(l, 0, sizeof *l);
-}
-
-void gx_engine_obj_taints_free(gx_taint *t, int n)
-{
-    for (int i = 0; i < n; i++) { free(t[i].key); free(t[i].value); free(t[i].effect); }
-    free(t);
-}
-
-void gx_engine_obj_tols_free(gx_toler *t, int n)
-{
-    for (int i = 0; i < n; i++) { free(t[i].key); free(t[i].op); free(t[i].value); free(t[i].effect); }
-    free(t);
-}
-
-int gx_engine_obj_parse_labels(const json_t *o, gx_labels *out, const char *field, gx_err *err)
-{
-    memset(out, 0, sizeof *out);
-    if (!o || json_is_null(o)) return 0;
-    if (!json_is_object(o)) return gx_errf(err, 422, field, "must be a map of string to string");
-    size_t n = json_object_size(o);
-    out->k = calloc(n ? n : 1, sizeof *out->k);
-    out->v = calloc(n ? n : 1, sizeof *out->v);
-    const char *k;
-    json_t *v;
-    json_object_foreach((json_t *)o, k, v) {
-        if (!json_is_string(v)) {
-            char f[192];
-            snprintf(f, sizeof f, "%s[\"%s\"]", field, k);
-            gx_engine_obj_labels_free(out);
-            return gx_errf(err, 422, f, "label value must be a string");
-        }
-        out->k[out->n] = gx_engine_util_xstrdup(k);
-        out->v[out->n++] = gx_engine_util_xstrdup(json_string_value(v));
-    }
-    return 0;
-}
-
-static const char *opt_str(const json_t *o, const char *k);
-
-/* spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution
- * .nodeSelectorTerms, validated; *out = a copy of the terms or NULL. */
-int gx_engine_obj_parse_affinity(const json_t *spec, json_t **out, const char *field, gx_err *err)
-{
-    *out = NULL;
-    const json_t *req = json_object_get(json_object_get(json_object_get(spec, "affinity"), "nodeAffinity"),
-                                        "requiredDuringSchedulingIgnoredDuringExecution");
-    if (!req) return 0;
-    const json_t *terms = json_object_get(req, "nodeSelectorTerms");
-    char f[256];
-    snprintf(f, sizeof f, "%s.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms", field);
-    if (!json_is_array(terms)) return gx_errf(err, 422, f, "must be a list of terms");
-    for (size_t i = 0; i < json_array_size(terms); i++) {
-        const json_t *ex = json_object_get(json_array_get(terms, i), "matchExpressions");
-        for (size_t j = 0; j < json_array_size(ex); j++) {
-            const char *op = opt_str(json_array_get(ex, j), "operator"), *k = opt_str(json_array_get(ex, j), "key");
-            if (!k || !op || (strcmp(op, "In") && strcmp(op, "NotIn") && strcmp(op, "Exists") && strcmp(op, "DoesNotExist")
-                               && strcmp(op, "Gt") && strcmp(op, "Lt"))) {
-                char g[320];
-                snprintf(g, sizeof g, "%s[%zu].matchExpressions[%zu]", f, i, j);
-                return gx_errf(err, 422, g, "a match expression needs a key and an operator In, NotIn, Exists, DoesNotExist, Gt or Lt");
-            }
-        }
-    }
-    *out = json_deep_copy(terms);
-    return 0;
-}
-
-static int expr_match(const json_t *x, const gx_labels *labels)
-{
-    const char *key = opt_str(x, "key"), *op = opt_str(x, "operator");
-    const char *v = gx_engine_obj_label(labels, key);
-    const json_t *vals = json_object_get(x, "values");
-    if (!strcmp(op, "Exists")) return v != NULL;
-    if (!strcmp(op, "DoesNotExist")) return v == NULL;
-    if (!v) return 0;
-    if (!strcmp(op, "Gt") || !strcmp(op, "Lt")) {
-        const char *w = json_string_value(json_array_get(vals, 0));
-        if (!w) return 0;
-        long long a = strtoll(v, NULL, 10), b = strtoll(w, NULL, 10);
-        return !strcmp(op, "Gt") ? a > b : a < b;
-    }
-    int in = 0;
-    for (size_t i = 0; i < json_array_size(vals) && !in; i++)
-        in = json_is_string(json_array_get(vals, i)) && !strcmp(json_string_value(json_array_get(vals, i)), v);
-    return !strcmp(op, "In") ? in : !in;
-}
-
-int gx_engine_obj_affinity_match(const json_t *terms, const gx_labels *labels, const gx_labels *only_keys)
-{
-    if (!terms || !json_array_size(terms)) return 1;
-    for (size_t i = 0; i < json_array_size(terms); i++) {
-        const json_t *ex = json_object_get(json_array_get(terms, i), "matchExpressions");
-        int used = 0, ok = 1;
-        for (size_t j = 0; j < json_array_size(ex) && ok; j++) {
-            const json_t *x = json_array_get(ex, j);
-            if (only_keys && !gx_engine_obj_label(only_keys, opt_str(x, "key"))) continue;
-            used++;
-            ok = expr_match(x, labels);
-        }
-        if (only_keys && !used) return 1;      /* a term with no relevant key matches any flavor */
-        if (ok) return 1;
-    }
-    return 0;
-}
-
-static const char *opt_str(const json_t *o, const char *k)
-{
-    const json_t *v = json_object_get(o, k);
-    return json_is_string(v) ? json_string_value(v) : NULL;
-}
-
-static int effect_ok(const char *e)
-{
-    return !strcmp(e, "NoSchedule") || !strcmp(e, "PreferNoSchedule") || !strcmp(e, "NoExecute");
-}
-
-static int parse_taints(const json_t *a, gx_taint **out, int *n, const char *field, gx_err *err)
-{
-    *out = NULL;
-    *n = 0;
-    if (!a || json_is_null(a)) return 0;
-    if (!json_is_array(a)) return gx_errf(err, 422, field, "must be a list of {key, value, effect}");
-    size_t m = json_array_size(a);
-    *out = calloc(m ? m : 1, sizeof **out);
-    for (size_t i = 0; i < m; i++) {
-        const json_t *t = json_array_get(a, i);
-        char f[192];
-        snprintf(f, sizeof f, "%s[%zu]", field, i);
-        const char *k = opt_str(t, "key"), *eff = opt_str(t, "effect");
-        if (!json_is_object(t) || !k || !*k) { gx_engine_obj_taints_free(*out, *n); return gx_errf(err, 422, f, "a taint needs a key"); }
-        if (!eff || !effect_ok(eff)) {
-            gx_engine_obj_taints_free(*out, *n);
-            return gx_errf(err, 422, f, "taint effect must be NoSchedule, PreferNoSchedule or NoExecute");
-        }
-        (*out)[*n].key = gx_engine_util_xstrdup(k);
-        (*out)[*n].value = gx_engine_util_xstrdup(opt_str(t, "value") ? opt_str(t, "value") : "");
-        (*out)[*n].effect = gx_engine_util_xstrdup(eff);
-        (*n)++;
-    }
-    return 0;
-}
-
-int gx_engine_obj_parse_tols(const json_t *a, gx_toler **out, int *n, const char *field, gx_err *err)
-{
-    *out = NULL;
-    *n = 0;
-    if (!a || json_is_null(a)) return 0;
-    if (!json_is_array(a)) return gx_errf(err, 422, field, "must be a list of tolerations");
-    size_t m = json_array_size(a);
-    *out = calloc(m ? m : 1, sizeof **out);
-    for (size_t i = 0; i < m; i++) {
-        const json_t *t = json_array_get(a, i);
-        char f[192];
-        snprintf(f, sizeof f, "%s[%zu]", field, i);
-        const char *op = opt_str(t, "operator"), *k = opt_str(t, "key"), *eff = opt_str(t, "effect");
-        if (!op) op = "Equal";
-        const char *bad = NULL;
-        if (!json_is_object(t)) bad = "a toleration must be an object";
-        else if (strcmp(op, "Equal") && strcmp(op, "Exists")) bad = "operator must be Equal or Exists";
-        else if ((!k || !*k) && strcmp(op, "Exists")) bad = "a toleration without key must use operator Exists";
-        else if (!strcmp(op, "Exists") && opt_str(t, "value") && *opt_str(t, "value")) bad = "operator Exists takes no value";
-        else if (eff && *eff && !effect_ok(eff)) bad = "effect must be NoSchedule, PreferNoSchedule or NoExecute";
-        if (bad) { gx_engine_obj_tols_free(*out, *n); return gx_errf(err, 422, f, "%s", bad); }
-        gx_toler *o = &(*out)[(*n)++];
-        o->key = gx_engine_util_xstrdup(k ? k : "");
-        o->op = gx_engine_util_xstrdup(op);
-        o->value = gx_engine_util_xstrdup(opt_str(t, "value") ? opt_str(t, "value") : "");
-        o->effect = gx_engine_util_xstrdup(eff ? eff : "");
-    }
-    return 0;
-}
-
-/* Kubernetes toleration matching: empty key with Exists matches every taint; empty
- * effect matches every effect. */
-int gx_engine_obj_tolerates(const gx_taint *t, const gx_toler *tols, int n_tols)
-{
-    if (!strcmp(t->effect, "PreferNoSchedule")) return 1;
-    for (int i = 0; i < n_tols; i++) {
-        const gx_toler *o = &tols[i];
-        if (o->effect[0] && strcmp(o->effect, t->effect)) continue;
-        if (!o->key[0]) { if (!strcmp(o->op, "Exists")) return 1; continue; }
-        if (strcmp(o->key, t->key)) continue;
-        if (!strcmp(o->op, "Exists") || !strcmp(o->value, t->value)) return 1;
-    }
-    return 0;
-}
-
-static int check_name(const json_t *obj, int need_ns, const char **name, const char **ns, gx_err *err)
-{
-    const json_t *md = json_object_get(obj, "metadata");
-    *name = opt_str(md, "name");
-    if (!*name || !**name) return gx_errf(err, 422, "metadata.name", "Required value: name or generateName is required");
-    if (gx_k8s_check_subdomain(*name, GX_K8S_SUBDOMAIN_MAX, "metadata.name", err)) return -1;
-    if (ns) {
-        *ns = opt_str(md, "namespace");
-        if (need_ns && (!*ns || !**ns)) *ns = "default";
-        if (*ns && gx_k8s_check_label(*ns, GX_K8S_LABEL_MAX, "metadata.namespace", err)) return -1;
-    }
-    return 0;
-}
 
 /* ---- quota specs (ClusterQueue and Cohort resourceGroups) ----------------------------- */
 
@@ -248,8 +32,8 @@ int gx_engine_obj_fr(gx_engine *e, int flv, int res)
     if (id >= e->fr_cap) {
         int nc = e->fr_cap ? e->fr_cap * 2 : 64;
         while (nc <= id) nc *= 2;
-        e->fr_flv = gx_engine_util_xrealloc(e->fr_flv, (size_t)nc * sizeof(int));
-        e->fr_res = gx_engine_util_xrealloc(e->fr_res, (size_t)nc * sizeof(int));
+        e->fr_flv = gx_xreallocarray(e->fr_flv, (size_t)nc, sizeof(int));
+        e->fr_res = gx_xreallocarray(e->fr_res, (size_t)nc, sizeof(int));
         e->fr_cap = nc;
     }
     e->fr_flv[id] = flv;
@@ -279,7 +63,7 @@ static int parse_flavor_quota(gx_engine *e, gx_rg *rg, int fi, const json_t *fl,
     for (int j = 0; j < rg->nres; j++) {
         const json_t *r = json_array_get(rs, (size_t)j);
         snprintf(g, sizeof g, "%s.resources[%d]", f, j);
-        const char *rn = opt_str(r, "name");
+        const char *rn = gx_engine_obj_str(r, "name");
         if (!rn || strcmp(rn, e->res.s[rg->res[j]]))
             return gx_errf(err, 422, g, "resource name \"%s\" must be \"%s\" (coveredResources[%d])",
                            rn ? rn : "", e->res.s[rg->res[j]], j);
@@ -342,13 +126,13 @@ static int parse_rgs(gx_engine *e, const json_t *spec, gx_quota_spec *qs, int ha
         if (!json_is_array(fls) || json_array_size(fls) < 1 || json_array_size(fls) > GX_MAX_FLAVORS)
             return gx_errf(err, 422, f, "flavors must list 1 to %d flavors", GX_MAX_FLAVORS);
         rg->nflv = (int)json_array_size(fls);
-        rg->q = calloc((size_t)(rg->nflv * rg->nres), sizeof *rg->q);
-        rg->fr = calloc((size_t)(rg->nflv * rg->nres), sizeof *rg->fr);
+        rg->q = gx_xcalloc((size_t)(rg->nflv * rg->nres), sizeof *rg->q);
+        rg->fr = gx_xcalloc((size_t)(rg->nflv * rg->nres), sizeof *rg->fr);
         for (int k = 0; k < rg->nflv; k++) {
             const json_t *fl = json_array_get(fls, (size_t)k);
             char h[192];
             snprintf(h, sizeof h, "spec.resourceGroups[%zu].flavors[%d]", i, k);
-            const char *fn = opt_str(fl, "name");
+            const char *fn = gx_engine_obj_str(fl, "name");
             if (!fn || !*fn) return gx_errf(err, 422, h, "flavor name is required");
             rg->flv[k] = gx_engine_util_intern(&e->flv, fn);
             for (int a = 0; a < qs->n_rg; a++)
@@ -391,7 +175,7 @@ static int parse_nssel(const json_t *sel, gx_nssel *out, gx_err *err)
     const json_t *me = json_object_get(sel, "matchExpressions");
     if (me && !json_is_array(me)) return gx_errf(err, 422, "spec.namespaceSelector.matchExpressions", "must be a list");
     for (size_t i = 0; me && i < json_array_size(me); i++) {
-        const char *op = opt_str(json_array_get(me, i), "operator");
+        const char *op = gx_engine_obj_str(json_array_get(me, i), "operator");
         char f[128];
         snprintf(f, sizeof f, "spec.namespaceSelector.matchExpressions[%zu].operator", i);
         if (!op || (strcmp(op, "In") && strcmp(op, "NotIn") && strcmp(op, "Exists") && strcmp(op, "DoesNotExist")))
@@ -416,7 +200,7 @@ int gx_engine_obj_ns_matches(const gx_cq *cq, const char *ns)
     const json_t *me = json_object_get(cq->nssel.sel, "matchExpressions");
     for (size_t i = 0; i < json_array_size(me); i++) {
         const json_t *x = json_array_get(me, i);
-        const char *key = opt_str(x, "key"), *op = opt_str(x, "operator");
+        const char *key = gx_engine_obj_str(x, "key"), *op = gx_engine_obj_str(x, "operator");
         int has = key && !strcmp(key, "kubernetes.io/metadata.name");
         int in = 0;
         const json_t *vals = json_object_get(x, "values");
@@ -452,14 +236,14 @@ static int parse_cq(gx_engine *e, const json_t *obj, gx_cq *c, gx_err *err)
 {
     const char *name;
     memset(c, 0, sizeof *c);
-    if (check_name(obj, 0, &name, NULL, err) < 0) return -1;
+    if (gx_engine_obj_check_name(obj, 0, &name, NULL, err) < 0) return -1;
     const json_t *spec = json_object_get(obj, "spec");
     if (spec && !json_is_object(spec)) return gx_errf(err, 422, "spec", "spec must be an object");
-    const char *co = opt_str(spec, "cohortName");
-    if (!co) co = opt_str(spec, "cohort");                   /* v1beta1 */
+    const char *co = gx_engine_obj_str(spec, "cohortName");
+    if (!co) co = gx_engine_obj_str(spec, "cohort");                   /* v1beta1 */
     if (co && !*co) co = NULL;
-    c->name = gx_engine_util_xstrdup(name);
-    c->cohort_name = gx_engine_util_xstrdup(co);
+    c->name = gx_xstrdup(name);
+    c->cohort_name = co ? gx_xstrdup(co) : NULL;
     c->manifest = json_deep_copy(obj);
     if (parse_rgs(e, spec, &c->qs, co != NULL, "cohort", err) < 0) goto bad;
     if (parse_enum(spec, "queueingStrategy", STRATEGY, 2, GX_BESTEFFORT, &c->strategy, "spec.queueingStrategy", err) < 0) goto bad;
@@ -484,7 +268,7 @@ static int parse_cq(gx_engine *e, const json_t *obj, gx_cq *c, gx_err *err)
     if (parse_enum(fg, "whenCanBorrow", FUNG, 2, GX_FUNG_STOP, &c->fung_borrow, "spec.flavorFungibility.whenCanBorrow", err) < 0) goto bad;
     if (parse_enum(fg, "whenCanPreempt", FUNG, 2, GX_FUNG_NEXT, &c->fung_preempt, "spec.flavorFungibility.whenCanPreempt", err) < 0) goto bad;
     /* v1beta1 spellings */
-    const char *wb = opt_str(fg, "whenCanBorrow"), *wp = opt_str(fg, "whenCanPreempt");
+    const char *wb = gx_engine_obj_str(fg, "whenCanBorrow"), *wp = gx_engine_obj_str(fg, "whenCanPreempt");
     (void)wb; (void)wp;
     if (parse_enum(fg, "preference", PREF, 3, GX_PREF_NONE, &c->fung_pref, "spec.flavorFungibility.preference", err) < 0) goto bad;
     if (c->fung_pref != GX_PREF_NONE && !(c->fung_borrow == GX_FUNG_NEXT && c->fung_preempt == GX_FUNG_NEXT)) {
@@ -504,7 +288,7 @@ static void v1beta1_fixups(json_t *obj)
     json_t *fg = json_object_get(json_object_get(obj, "spec"), "flavorFungibility");
     const char *keys[] = {"whenCanBorrow", "whenCanPreempt"};
     for (int i = 0; i < 2 && fg; i++) {
-        const char *v = opt_str(fg, keys[i]);
+        const char *v = gx_engine_obj_str(fg, keys[i]);
         if (v && (!strcmp(v, "Borrow") || !strcmp(v, "Preempt")))
             json_object_set_new(fg, keys[i], json_string("MayStopSearch"));
     }
@@ -514,12 +298,12 @@ static int apply_cq(gx_engine *e, const json_t *obj, gx_err *err)
 {
     gx_cq c;
     if (parse_cq(e, obj, &c, err) < 0) return -1;
-    int i = gx_engine_util_smap_get(&e->cq_map, c.name);
+    int i = gx_strmap_geti(&e->cq_map, c.name);
     if (i < 0) {
         GX_GROW(e->cqs, e->n_cq, e->cap_cq);
         i = e->n_cq++;
         memset(&e->cqs[i], 0, sizeof e->cqs[i]);
-        gx_engine_util_smap_put(&e->cq_map, c.name, i);
+        gx_strmap_puti(&e->cq_map, c.name, i);
     } else {
         gx_cq *o = &e->cqs[i];
         c.q = o->q;
@@ -547,23 +331,23 @@ static void cohort_free(gx_cohort *c)
 static int apply_cohort(gx_engine *e, const json_t *obj, gx_err *err)
 {
     const char *name;
-    if (check_name(obj, 0, &name, NULL, err) < 0) return -1;
+    if (gx_engine_obj_check_name(obj, 0, &name, NULL, err) < 0) return -1;
     const json_t *spec = json_object_get(obj, "spec");
-    const char *parent = opt_str(spec, "parentName");
+    const char *parent = gx_engine_obj_str(spec, "parentName");
     if (parent && !*parent) parent = NULL;
     if (parent && !strcmp(parent, name)) return gx_errf(err, 422, "spec.parentName", "a cohort cannot be its own parent");
     gx_cohort c;
     memset(&c, 0, sizeof c);
     if (parse_rgs(e, spec, &c.qs, parent != NULL, "parent cohort", err) < 0) { qs_free(&c.qs); return -1; }
-    c.name = gx_engine_util_xstrdup(name);
-    c.parent_name = gx_engine_util_xstrdup(parent);
+    c.name = gx_xstrdup(name);
+    c.parent_name = parent ? gx_xstrdup(parent) : NULL;
     c.manifest = json_deep_copy(obj);
     c.node = -1;
-    int i = gx_engine_util_smap_get(&e->co_map, name);
+    int i = gx_strmap_geti(&e->co_map, name);
     if (i < 0) {
         GX_GROW(e->cohorts, e->n_co, e->cap_co);
         i = e->n_co++;
-        gx_engine_util_smap_put(&e->co_map, name, i);
+        gx_strmap_puti(&e->co_map, name, i);
     } else {
         cohort_free(&e->cohorts[i]);
     }
@@ -574,19 +358,19 @@ static int apply_cohort(gx_engine *e, const json_t *obj, gx_err *err)
 static int apply_rf(gx_engine *e, const json_t *obj, gx_err *err)
 {
     const char *name;
-    if (check_name(obj, 0, &name, NULL, err) < 0) return -1;
+    if (gx_engine_obj_check_name(obj, 0, &name, NULL, err) < 0) return -1;
     const json_t *spec = json_object_get(obj, "spec");
     gx_rf r;
     memset(&r, 0, sizeof r);
     if (gx_engine_obj_parse_labels(json_object_get(spec, "nodeLabels"), &r.node_labels, "spec.nodeLabels", err) < 0) return -1;
-    if (parse_taints(json_object_get(spec, "nodeTaints"), &r.taints, &r.n_taints, "spec.nodeTaints", err) < 0) goto bad;
+    if (gx_engine_obj_parse_taints(json_object_get(spec, "nodeTaints"), &r.taints, &r.n_taints, "spec.nodeTaints", err) < 0) goto bad;
     if (gx_engine_obj_parse_tols(json_object_get(spec, "tolerations"), &r.tols, &r.n_tols, "spec.tolerations", err) < 0) goto bad;
     if (r.n_taints > 8 || r.n_tols > 8) { gx_errf(err, 422, r.n_taints > 8 ? "spec.nodeTaints" : "spec.tolerations", "at most 8 allowed"); goto bad; }
     int id = gx_engine_util_intern(&e->flv, name);
     if (id >= e->rf_cap) {
         int nc = e->rf_cap ? e->rf_cap * 2 : 16;
         while (nc <= id) nc *= 2;
-        e->rfs = gx_engine_util_xrealloc(e->rfs, (size_t)nc * sizeof *e->rfs);
+        e->rfs = gx_xreallocarray(e->rfs, (size_t)nc, sizeof *e->rfs);
         memset(e->rfs + e->rf_cap, 0, (size_t)(nc - e->rf_cap) * sizeof *e->rfs);
         e->rf_cap = nc;
     }
@@ -611,15 +395,15 @@ bad:
 static int apply_lq(gx_engine *e, const json_t *obj, gx_err *err)
 {
     const char *name, *ns;
-    if (check_name(obj, 1, &name, &ns, err) < 0) return -1;
+    if (gx_engine_obj_check_name(obj, 1, &name, &ns, err) < 0) return -1;
     const json_t *spec = json_object_get(obj, "spec");
-    const char *cq = opt_str(spec, "clusterQueue");
+    const char *cq = gx_engine_obj_str(spec, "clusterQueue");
     if (!cq || !*cq) return gx_errf(err, 422, "spec.clusterQueue", "spec.clusterQueue is required");
     int stop;
     if (parse_enum(spec, "stopPolicy", STOP, 3, GX_STOP_NONE, &stop, "spec.stopPolicy", err) < 0) return -1;
     char key[512];
     snprintf(key, sizeof key, "%s/%s", ns, name);
-    int i = gx_engine_util_smap_get(&e->lq_map, key);
+    int i = gx_strmap_geti(&e->lq_map, key);
     if (i >= 0) {
         gx_lq *o = &e->lqs[i];
         if (strcmp(o->cq_name, cq))
@@ -633,32 +417,32 @@ static int apply_lq(gx_engine *e, const json_t *obj, gx_err *err)
     i = e->n_lq++;
     gx_lq *l = &e->lqs[i];
     memset(l, 0, sizeof *l);
-    l->ns = gx_engine_util_xstrdup(ns);
-    l->name = gx_engine_util_xstrdup(name);
-    l->key = gx_engine_util_xstrdup(key);
-    l->cq_name = gx_engine_util_xstrdup(cq);
+    l->ns = gx_xstrdup(ns);
+    l->name = gx_xstrdup(name);
+    l->key = gx_xstrdup(key);
+    l->cq_name = gx_xstrdup(cq);
     l->manifest = json_deep_copy(obj);
     json_object_set_new(json_object_get(l->manifest, "metadata"), "namespace", json_string(ns));
     l->stop = stop;
-    gx_engine_util_smap_put(&e->lq_map, key, i);
+    gx_strmap_puti(&e->lq_map, key, i);
     return 0;
 }
 
 static int apply_wpc(gx_engine *e, const json_t *obj, gx_err *err)
 {
     const char *name;
-    if (check_name(obj, 0, &name, NULL, err) < 0) return -1;
+    if (gx_engine_obj_check_name(obj, 0, &name, NULL, err) < 0) return -1;
     const json_t *v = json_object_get(obj, "value");
     if (!json_is_integer(v)) return gx_errf(err, 422, "value", "value (an integer priority) is required");
     json_int_t x = json_integer_value(v);
     if (x < INT32_MIN || x > 1000000000) return gx_errf(err, 422, "value", "value must be at most 1000000000");
-    int i = gx_engine_util_smap_get(&e->wpc_map, name);
+    int i = gx_strmap_geti(&e->wpc_map, name);
     if (i < 0) {
         GX_GROW(e->wpcs, e->n_wpc, e->cap_wpc);
         i = e->n_wpc++;
-        e->wpcs[i].name = gx_engine_util_xstrdup(name);
+        e->wpcs[i].name = gx_xstrdup(name);
         e->wpcs[i].manifest = NULL;
-        gx_engine_util_smap_put(&e->wpc_map, name, i);
+        gx_strmap_puti(&e->wpc_map, name, i);
     }
     json_decref(e->wpcs[i].manifest);
     e->wpcs[i].manifest = json_deep_copy(obj);
@@ -670,7 +454,7 @@ static int apply_node(gx_engine *e, const json_t *obj, gx_err *err)
 {
     gx_node n;
     if (gx_engine_place_parse_node(obj, &n, err) < 0) return -1;
-    int i = gx_engine_util_smap_get(&e->node_map, n.name);
+    int i = gx_strmap_geti(&e->node_map, n.name);
     if (i >= 0) {
         gx_node *o = &e->nodes[i];
         for (int g = 0; g < o->n_gpus; g++)
@@ -684,7 +468,7 @@ static int apply_node(gx_engine *e, const json_t *obj, gx_err *err)
     }
     GX_GROW(e->nodes, e->n_nodes, e->cap_nodes);
     e->nodes[e->n_nodes] = n;
-    gx_engine_util_smap_put(&e->node_map, n.name, e->n_nodes++);
+    gx_strmap_puti(&e->node_map, n.name, e->n_nodes++);
     return 0;
 }
 
@@ -692,7 +476,7 @@ int gx_engine_apply(gx_engine *e, const json_t *obj, gx_err *err)
 {
     gx_err_clear(err);
     if (!json_is_object(obj)) return gx_errf(err, 400, "", "an object must be a JSON/YAML map");
-    const char *av = opt_str(obj, "apiVersion"), *kind = opt_str(obj, "kind");
+    const char *av = gx_engine_obj_str(obj, "apiVersion"), *kind = gx_engine_obj_str(obj, "kind");
     if (!av) return gx_errf(err, 400, "apiVersion", "apiVersion is required");
     if (!kind) return gx_errf(err, 400, "kind", "kind is required");
     int kueue = !strcmp(av, KUEUE_V1B2) || !strcmp(av, KUEUE_V1B1);
@@ -724,7 +508,7 @@ int gx_engine_apply(gx_engine *e, const json_t *obj, gx_err *err)
 int gx_engine_obj_lq_cq(const gx_engine *e, int lq)
 {
     if (lq < 0 || lq >= e->n_lq || !e->lqs[lq].key) return -1;
-    return gx_engine_util_smap_get(&e->cq_map, e->lqs[lq].cq_name);
+    return gx_strmap_geti(&e->cq_map, e->lqs[lq].cq_name);
 }
 
 /* ---- delete and listing --------------------------------------------------------------- */
@@ -740,10 +524,10 @@ int gx_engine_delete(gx_engine *e, const char *kind, const char *ns, const char 
     gx_err_clear(err);
     int i;
     if (!strcmp(kind, "ClusterQueue")) {
-        if ((i = gx_engine_util_smap_get(&e->cq_map, name)) < 0) goto nf;
+        if ((i = gx_strmap_geti(&e->cq_map, name)) < 0) goto nf;
         if (cq_in_use(e, i)) return gx_errf(err, 409, "", "ClusterQueue %s still has pending or admitted workloads", name);
         gx_cq *c = &e->cqs[i];
-        gx_engine_util_smap_del(&e->cq_map, name);
+        gx_strmap_del(&e->cq_map, name);
         cq_free_spec(c);
         gx_engine_queue_free(c);
         int last = e->n_cq - 1;
@@ -758,16 +542,16 @@ int gx_engine_delete(gx_engine *e, const char *kind, const char *ns, const char 
         }
         if (i != last) {
             e->cqs[i] = e->cqs[last];
-            gx_engine_util_smap_put(&e->cq_map, e->cqs[i].name, i);
+            gx_strmap_puti(&e->cq_map, e->cqs[i].name, i);
         }
         e->n_cq--;
     } else if (!strcmp(kind, "Cohort")) {
-        if ((i = gx_engine_util_smap_get(&e->co_map, name)) < 0) goto nf;
-        gx_engine_util_smap_del(&e->co_map, name);
+        if ((i = gx_strmap_geti(&e->co_map, name)) < 0) goto nf;
+        gx_strmap_del(&e->co_map, name);
         cohort_free(&e->cohorts[i]);
         if (i != e->n_co - 1) {
             e->cohorts[i] = e->cohorts[e->n_co - 1];
-            gx_engine_util_smap_put(&e->co_map, e->cohorts[i].name, i);
+            gx_strmap_puti(&e->co_map, e->cohorts[i].name, i);
         }
         e->n_co--;
     } else if (!strcmp(kind, "ResourceFlavor")) {
@@ -787,35 +571,35 @@ int gx_engine_delete(gx_engine *e, const char *kind, const char *ns, const char 
     } else if (!strcmp(kind, "LocalQueue")) {
         char key[512];
         snprintf(key, sizeof key, "%s/%s", ns && *ns ? ns : "default", name);
-        if ((i = gx_engine_util_smap_get(&e->lq_map, key)) < 0) goto nf;
+        if ((i = gx_strmap_geti(&e->lq_map, key)) < 0) goto nf;
         for (int w = 0; w < e->n_wl; w++)
             if (e->wls[w].live && e->wls[w].lq == i
                 && (e->wls[w].state == GX_WL_PENDING || e->wls[w].state == GX_WL_ADMITTED))
                 return gx_errf(err, 409, "", "LocalQueue %s still has pending or admitted workloads", key);
         gx_lq *l = &e->lqs[i];
-        gx_engine_util_smap_del(&e->lq_map, key);
+        gx_strmap_del(&e->lq_map, key);
         free(l->ns); free(l->name); free(l->key); free(l->cq_name);
         json_decref(l->manifest);
         memset(l, 0, sizeof *l);      /* slot stays (workloads keep their lq index) */
     } else if (!strcmp(kind, "WorkloadPriorityClass")) {
-        if ((i = gx_engine_util_smap_get(&e->wpc_map, name)) < 0) goto nf;
-        gx_engine_util_smap_del(&e->wpc_map, name);
+        if ((i = gx_strmap_geti(&e->wpc_map, name)) < 0) goto nf;
+        gx_strmap_del(&e->wpc_map, name);
         free(e->wpcs[i].name);
         json_decref(e->wpcs[i].manifest);
         if (i != e->n_wpc - 1) {
             e->wpcs[i] = e->wpcs[e->n_wpc - 1];
-            gx_engine_util_smap_put(&e->wpc_map, e->wpcs[i].name, i);
+            gx_strmap_puti(&e->wpc_map, e->wpcs[i].name, i);
         }
         e->n_wpc--;
     } else if (!strcmp(kind, "Node")) {
-        if ((i = gx_engine_util_smap_get(&e->node_map, name)) < 0) goto nf;
+        if ((i = gx_strmap_geti(&e->node_map, name)) < 0) goto nf;
         for (int g = 0; g < e->nodes[i].n_gpus; g++)
             if (e->nodes[i].gpus[g].n_users) return gx_errf(err, 409, "", "node %s has workloads placed on it", name);
-        gx_engine_util_smap_del(&e->node_map, name);
+        gx_strmap_del(&e->node_map, name);
         gx_engine_place_node_free(&e->nodes[i]);
         if (i != e->n_nodes - 1) {
             e->nodes[i] = e->nodes[e->n_nodes - 1];
-            gx_engine_util_smap_put(&e->node_map, e->nodes[i].name, i);
+            gx_strmap_puti(&e->node_map, e->nodes[i].name, i);
             /* placements refer to node indices: renumber the moved node */
             for (int w = 0; w < e->n_wl; w++) {
                 gx_wl *wl = &e->wls[w];
@@ -840,11 +624,11 @@ static int by_ns_name(const void *a, const void *b)
 {
     const json_t *x = *(json_t *const *)a, *y = *(json_t *const *)b;
     const json_t *mx = json_object_get(x, "metadata"), *my = json_object_get(y, "metadata");
-    const char *nx = opt_str(mx, "namespace"), *ny = opt_str(my, "namespace");
+    const char *nx = gx_engine_obj_str(mx, "namespace"), *ny = gx_engine_obj_str(my, "namespace");
     int c = strcmp(nx ? nx : "", ny ? ny : "");
     if (c) return c;
-    nx = opt_str(mx, "name");
-    ny = opt_str(my, "name");
+    nx = gx_engine_obj_str(mx, "name");
+    ny = gx_engine_obj_str(my, "name");
     return strcmp(nx ? nx : "", ny ? ny : "");
 }
 
@@ -893,9 +677,9 @@ void gx_engine_obj_free_all(gx_engine *e)
         gx_engine_obj_tols_free(r->tols, r->n_tols);
     }
     free(e->rfs);
-    gx_engine_util_smap_free(&e->cq_map);
-    gx_engine_util_smap_free(&e->co_map);
-    gx_engine_util_smap_free(&e->lq_map);
-    gx_engine_util_smap_free(&e->wpc_map);
-    gx_engine_util_smap_free(&e->node_map);
+    gx_strmap_free(&e->cq_map);
+    gx_strmap_free(&e->co_map);
+    gx_strmap_free(&e->lq_map);
+    gx_strmap_free(&e->wpc_map);
+    gx_strmap_free(&e->node_map);
 }

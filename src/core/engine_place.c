@@ -50,13 +50,13 @@ static char *derive_uuid(const char *node, int idx)
 {
     char buf[64];
     gx_engine_gpu_uuid(node, idx, buf, sizeof buf);
-    return gx_engine_util_xstrdup(buf);
+    return gx_xstrdup(buf);
 }
 
 static int parse_gpu(gx_gpu *g, const json_t *j, const char *f, gx_err *err)
 {
     const json_t *m = json_object_get(j, "model"), *mem = json_object_get(j, "memory");
-    g->model = gx_engine_util_xstrdup(json_is_string(m) ? json_string_value(m) : "GPU");
+    g->model = gx_xstrdup(json_is_string(m) ? json_string_value(m) : "GPU");
     char h[160];
     snprintf(h, sizeof h, "%s.memory", f);
     if (mem && gx_quantity_from_json(mem, &g->memory, h, err) < 0) return -1;
@@ -70,14 +70,14 @@ int gx_engine_place_parse_node(const json_t *obj, gx_node *n, gx_err *err)
     const json_t *md = json_object_get(obj, "metadata"), *spec = json_object_get(obj, "spec");
     const json_t *nm = json_object_get(md, "name");
     if (!json_is_string(nm) || !*json_string_value(nm)) return gx_errf(err, 422, "metadata.name", "metadata.name is required");
-    n->name = gx_engine_util_xstrdup(json_string_value(nm));
+    n->name = gx_xstrdup(json_string_value(nm));
     if (gx_engine_obj_parse_labels(json_object_get(md, "labels"), &n->labels, "metadata.labels", err) < 0) goto bad;
     const json_t *cpu = json_object_get(spec, "cpu"), *mem = json_object_get(spec, "memory");
     if (cpu && gx_quantity_from_json(cpu, &n->cpu, "spec.cpu", err) < 0) goto bad;
     if (mem && gx_quantity_from_json(mem, &n->memory, "spec.memory", err) < 0) goto bad;
     const json_t *taints = json_object_get(spec, "taints");
     if (taints && !json_is_array(taints)) { gx_errf(err, 422, "spec.taints", "must be a list of {key, value, effect}"); goto bad; }
-    n->taints = calloc(json_array_size(taints) + 1, sizeof *n->taints);
+    n->taints = gx_xcalloc(json_array_size(taints) + 1, sizeof *n->taints);
     for (size_t i = 0; i < json_array_size(taints); i++) {
         const json_t *t = json_array_get(taints, i);
         const json_t *k = json_object_get(t, "key"), *v = json_object_get(t, "value"), *ef = json_object_get(t, "effect");
@@ -89,13 +89,13 @@ int gx_engine_place_parse_node(const json_t *obj, gx_node *n, gx_err *err)
             goto bad;
         }
         gx_taint *o = &n->taints[n->n_taints++];
-        o->key = gx_engine_util_xstrdup(json_string_value(k));
-        o->value = gx_engine_util_xstrdup(json_is_string(v) ? json_string_value(v) : "");
-        o->effect = gx_engine_util_xstrdup(eff);
+        o->key = gx_xstrdup(json_string_value(k));
+        o->value = gx_xstrdup(json_is_string(v) ? json_string_value(v) : "");
+        o->effect = gx_xstrdup(eff);
     }
     const json_t *gpus = json_object_get(spec, "gpus");
     if (json_is_array(gpus)) {
-        n->gpus = calloc(json_array_size(gpus) + 1, sizeof *n->gpus);
+        n->gpus = gx_xcalloc(json_array_size(gpus) + 1, sizeof *n->gpus);
         for (size_t i = 0; i < json_array_size(gpus); i++) {
             const json_t *g = json_array_get(gpus, i);
             char f[64];
@@ -104,7 +104,7 @@ int gx_engine_place_parse_node(const json_t *obj, gx_node *n, gx_err *err)
             gx_gpu *o = &n->gpus[n->n_gpus++];
             if (parse_gpu(o, g, f, err) < 0) goto bad;
             const json_t *u = json_object_get(g, "uuid");
-            o->uuid = json_is_string(u) ? gx_engine_util_xstrdup(json_string_value(u)) : derive_uuid(n->name, (int)i);
+            o->uuid = json_is_string(u) ? gx_xstrdup(json_string_value(u)) : derive_uuid(n->name, (int)i);
         }
     } else if (json_is_object(gpus)) {
         const json_t *c = json_object_get(gpus, "count");
@@ -113,7 +113,7 @@ int gx_engine_place_parse_node(const json_t *obj, gx_node *n, gx_err *err)
             goto bad;
         }
         int cnt = (int)json_integer_value(c);
-        n->gpus = calloc((size_t)cnt + 1, sizeof *n->gpus);
+        n->gpus = gx_xcalloc((size_t)cnt + 1, sizeof *n->gpus);
         for (int i = 0; i < cnt; i++) {
             gx_gpu *o = &n->gpus[n->n_gpus++];
             if (parse_gpu(o, gpus, "spec.gpus", err) < 0) goto bad;
@@ -162,8 +162,8 @@ void gx_engine_gpu_add_user(gx_gpu *g, int wi, int pod)
 {
     if (g->n_users == g->cap_users) {
         g->cap_users = g->cap_users ? g->cap_users * 2 : 2;
-        g->user_wl = gx_engine_util_xrealloc(g->user_wl, (size_t)g->cap_users * sizeof(int));
-        g->user_pod = gx_engine_util_xrealloc(g->user_pod, (size_t)g->cap_users * sizeof(int));
+        g->user_wl = gx_xreallocarray(g->user_wl, (size_t)g->cap_users, sizeof(int));
+        g->user_pod = gx_xreallocarray(g->user_pod, (size_t)g->cap_users, sizeof(int));
     }
     g->user_wl[g->n_users] = wi;
     g->user_pod[g->n_users++] = pod;
@@ -177,11 +177,11 @@ int gx_engine_place_try(gx_engine *e, gx_wl *w, int commit, char *why, size_t wh
     if (!e->n_nodes) return 1;
     if (gx_share_engine_active(e)) return gx_share_engine_try(e, w, commit, why, why_n, node_fits_pod);
     int gpu_res = gx_engine_util_lookup(&e->res, GPU_RES);
-    int *freec = calloc((size_t)e->n_nodes, sizeof(int));
+    int *freec = gx_xcalloc((size_t)e->n_nodes, sizeof(int));
     for (int n = 0; n < e->n_nodes; n++)
         for (int g = 0; g < e->nodes[n].n_gpus; g++) freec[n] += e->nodes[n].gpus[g].n_users == 0;
     int64_t pods = gx_engine_wl_pods(w);
-    int *pl = malloc((size_t)(pods ? pods : 1) * sizeof(int));
+    int *pl = gx_xmalloc((size_t)(pods ? pods : 1) * sizeof(int));
     int pod = 0, ok = 1;
     for (int ps = 0; ps < w->s.nps && ok; ps++) {
         int64_t need = 0;
@@ -222,8 +222,8 @@ int gx_engine_place_try(gx_engine *e, gx_wl *w, int commit, char *why, size_t wh
                 for (int g = 0; g < nd->n_gpus && left > 0; g++) {
                     if (nd->gpus[g].n_users) continue;
                     gx_engine_gpu_add_user(&nd->gpus[g], wi, pod);
-                    w->pl_dev = gx_engine_util_xrealloc(w->pl_dev, (size_t)(w->n_pl_dev + 1) * 2 * sizeof(int));
-                    w->pl_devpod = gx_engine_util_xrealloc(w->pl_devpod, (size_t)(w->n_pl_dev + 1) * sizeof(int));
+                    w->pl_dev = gx_xreallocarray(w->pl_dev, (size_t)(w->n_pl_dev + 1) * 2, sizeof(int));
+                    w->pl_devpod = gx_xreallocarray(w->pl_devpod, (size_t)(w->n_pl_dev + 1), sizeof(int));
                     w->pl_dev[2 * w->n_pl_dev] = w->pl_node[pod];
                     w->pl_dev[2 * w->n_pl_dev + 1] = g;
                     w->pl_devpod[w->n_pl_dev++] = pod;
@@ -259,25 +259,53 @@ void gx_engine_place_release(gx_engine *e, gx_wl *w)
     w->n_pl_dev = 0;
 }
 
+int gx_engine_place_devs(const gx_engine *e, const gx_wl *w, int pod, gx_engine_dev *out, int max)
+{
+    if (!w->pl_node || pod < 0 || pod >= gx_engine_wl_pods(w)) return -1;
+    int c = gx_share_engine_devs(e, w, pod, out, max);   /* shared node: MIG UUIDs, replicas, shares */
+    if (c >= 0) return c;
+    const gx_node *n = &e->nodes[w->pl_node[pod]];
+    c = 0;
+    for (int d = 0; d < w->n_pl_dev; d++) {
+        if (w->pl_devpod[d] != pod) continue;
+        const gx_gpu *g = &e->nodes[w->pl_dev[2 * d]].gpus[w->pl_dev[2 * d + 1]];
+        if (c < max)
+            out[c] = (gx_engine_dev){ .uuid = g->uuid, .gpu_uuid = g->uuid, .model = g->model, .node = n->name,
+                                      .index = w->pl_dev[2 * d + 1], .mig = -1, .replica = -1 };
+        c++;
+    }
+    return c;
+}
+
+/* The view is built from gx_engine_place_devs, so the typed answer and the JSON agree. */
 json_t *gx_engine_place_view(const gx_engine *e, const gx_wl *w)
 {
     json_t *a = json_array();
     if (!w->pl_node) return a;
     int64_t pods = gx_engine_wl_pods(w);
     for (int p = 0; p < pods; p++) {
-        const gx_node *n = &e->nodes[w->pl_node[p]];
-        json_t *devs = gx_share_engine_devices(e, w, p);   /* shared node: MIG UUIDs, replicas, shares */
-        if (devs) {
-            json_array_append_new(a, json_pack("{s:i, s:s, s:o}", "pod", p, "node", n->name, "devices", devs));
-            continue;
+        int c = gx_engine_place_devs(e, w, p, NULL, 0);
+        gx_engine_dev *dv = gx_xcalloc((size_t)(c > 0 ? c : 0), sizeof *dv);
+        c = gx_engine_place_devs(e, w, p, dv, c);
+        json_t *devs = json_array();
+        for (int k = 0; k < c; k++) {
+            const gx_engine_dev *d = &dv[k];
+            json_t *x = json_pack("{s:s, s:i, s:s}", "uuid", d->uuid, "index", d->index, "model", d->model);
+            if (d->shared) {
+                json_object_set_new(x, "mode", json_string(d->mode));
+                json_object_set_new(x, "cores", json_integer(d->cores));
+                json_object_set_new(x, "memoryMiB", json_integer(d->mem_mib));
+            }
+            if (d->mig >= 0) {
+                json_object_set_new(x, "gpuUUID", json_string(d->gpu_uuid));
+                json_object_set_new(x, "mig", json_integer(d->mig));
+                json_object_set_new(x, "profile", json_string(d->profile));
+            }
+            if (d->replica >= 0) json_object_set_new(x, "replica", json_integer(d->replica));
+            json_array_append_new(devs, x);
         }
-        devs = json_array();
-        for (int d = 0; d < w->n_pl_dev; d++) {
-            if (w->pl_devpod[d] != p) continue;
-            const gx_gpu *g = &e->nodes[w->pl_dev[2 * d]].gpus[w->pl_dev[2 * d + 1]];
-            json_array_append_new(devs, json_pack("{s:s, s:i, s:s}", "uuid", g->uuid, "index", w->pl_dev[2 * d + 1], "model", g->model));
-        }
-        json_array_append_new(a, json_pack("{s:i, s:s, s:o}", "pod", p, "node", n->name, "devices", devs));
+        free(dv);
+        json_array_append_new(a, json_pack("{s:i, s:s, s:o}", "pod", p, "node", e->nodes[w->pl_node[p]].name, "devices", devs));
     }
     return a;
 }
@@ -323,7 +351,7 @@ int gx_engine_place_restore(gx_engine *e, gx_wl *w, const json_t *placement)
     /* check everything first */
     for (size_t p = 0; p < json_array_size(placement); p++) {
         const json_t *pp = json_array_get(placement, p);
-        int n = gx_engine_util_smap_get(&e->node_map, json_string_value(json_object_get(pp, "node")) ? json_string_value(json_object_get(pp, "node")) : "");
+        int n = gx_strmap_geti(&e->node_map, json_string_value(json_object_get(pp, "node")) ? json_string_value(json_object_get(pp, "node")) : "");
         if (n < 0) return gx_engine_place_try(e, w, 1, why, sizeof why);
         const json_t *devs = json_object_get(pp, "devices");
         for (size_t d = 0; d < json_array_size(devs); d++) {
@@ -334,10 +362,10 @@ int gx_engine_place_restore(gx_engine *e, gx_wl *w, const json_t *placement)
             if (!found) return gx_engine_place_try(e, w, 1, why, sizeof why);
         }
     }
-    w->pl_node = malloc((size_t)(pods ? pods : 1) * sizeof(int));
+    w->pl_node = gx_xmalloc((size_t)(pods ? pods : 1) * sizeof(int));
     for (size_t p = 0; p < json_array_size(placement); p++) {
         const json_t *pp = json_array_get(placement, p);
-        int n = gx_engine_util_smap_get(&e->node_map, json_string_value(json_object_get(pp, "node")));
+        int n = gx_strmap_geti(&e->node_map, json_string_value(json_object_get(pp, "node")));
         w->pl_node[p] = n;
         const json_t *devs = json_object_get(pp, "devices");
         for (size_t d = 0; d < json_array_size(devs); d++) {
@@ -345,8 +373,8 @@ int gx_engine_place_restore(gx_engine *e, gx_wl *w, const json_t *placement)
             for (int g = 0; g < e->nodes[n].n_gpus; g++) {
                 if (strcmp(e->nodes[n].gpus[g].uuid, u)) continue;
                 gx_engine_gpu_add_user(&e->nodes[n].gpus[g], wi, (int)p);
-                w->pl_dev = gx_engine_util_xrealloc(w->pl_dev, (size_t)(w->n_pl_dev + 1) * 2 * sizeof(int));
-                w->pl_devpod = gx_engine_util_xrealloc(w->pl_devpod, (size_t)(w->n_pl_dev + 1) * sizeof(int));
+                w->pl_dev = gx_xreallocarray(w->pl_dev, (size_t)(w->n_pl_dev + 1) * 2, sizeof(int));
+                w->pl_devpod = gx_xreallocarray(w->pl_devpod, (size_t)(w->n_pl_dev + 1), sizeof(int));
                 w->pl_dev[2 * w->n_pl_dev] = n;
                 w->pl_dev[2 * w->n_pl_dev + 1] = g;
                 w->pl_devpod[w->n_pl_dev++] = (int)p;

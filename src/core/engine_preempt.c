@@ -276,8 +276,8 @@ static int classical(pctx *p, int **targets, int **variants)
     if (no_other || (forbidden && !under_nominal(p))) { opts[0] = 1; nopt = 1; }
     else if (forbidden && no_hier) { opts[0] = 0; opts[1] = 1; nopt = 2; }
     else { opts[0] = 1; opts[1] = 0; nopt = 2; }
-    *targets = malloc((size_t)all.n * sizeof(int));
-    *variants = malloc((size_t)all.n * sizeof(int));
+    *targets = gx_xmalloc((size_t)all.n * sizeof(int));
+    *variants = gx_xmalloc((size_t)all.n * sizeof(int));
     int n = 0;
     for (int i = 0; i < nopt && !n; i++) n = minimal(p, &all, opts[i], *targets, *variants);
     free(all.v);
@@ -367,7 +367,7 @@ static int build_fcq(const pctx *p, const int *wls, int nw, fcq **out)
         for (k = 0; k < n && v[k].cq != cqi; k++) {}
         if (k == n) {
             GX_GROW(v, n, cap);
-            v[n] = (fcq){cqi, malloc((size_t)nw * sizeof(int)), 0, 0, 0};
+            v[n] = (fcq){cqi, gx_xmalloc((size_t)nw * sizeof(int)), 0, 0, 0};
             n++;
         }
         v[k].wl[v[k].n++] = wls[i];
@@ -417,9 +417,9 @@ static int fair(pctx *p, int **targets, int **variants)
     clist all = {0};
     fair_candidates(p, &all);
     if (!all.n) { free(all.v); return 0; }
-    *targets = malloc((size_t)all.n * sizeof(int));
-    *variants = malloc((size_t)all.n * sizeof(int));
-    int *ids = malloc((size_t)all.n * sizeof(int)), *retry = malloc((size_t)all.n * sizeof(int));
+    *targets = gx_xmalloc((size_t)all.n * sizeof(int));
+    *variants = gx_xmalloc((size_t)all.n * sizeof(int));
+    int *ids = gx_xmalloc((size_t)all.n * sizeof(int)), *retry = gx_xmalloc((size_t)all.n * sizeof(int));
     int nretry = 0, nt = 0, fits = 0;
     for (int i = 0; i < all.n; i++) ids[i] = all.v[i].wi;
     int pnode = e->cqs[p->cq].node;
@@ -511,8 +511,8 @@ static void cache_store(gx_engine *e, const gx_wl *w, int fr, int64_t val, const
     e->pcache.val = val;
     e->pcache.ver = e->qversion;
     e->pcache.n = n;
-    e->pcache.t = gx_engine_util_xrealloc(e->pcache.t, (size_t)(n ? n : 1) * sizeof(int));
-    e->pcache.v = gx_engine_util_xrealloc(e->pcache.v, (size_t)(n ? n : 1) * sizeof(int));
+    e->pcache.t = gx_xreallocarray(e->pcache.t, (size_t)(n ? n : 1), sizeof(int));
+    e->pcache.v = gx_xreallocarray(e->pcache.v, (size_t)(n ? n : 1), sizeof(int));
     if (n) { memcpy(e->pcache.t, t, (size_t)n * sizeof(int)); memcpy(e->pcache.v, v, (size_t)n * sizeof(int)); }
 }
 
@@ -521,8 +521,8 @@ static int cache_hit(gx_engine *e, const gx_wl *w, int fr, int64_t val, int **t,
     if (e->pcache.wseq != w->seq || e->pcache.fr != fr || e->pcache.val != val || e->pcache.ver != e->qversion)
         return 0;
     *n = e->pcache.n;
-    *t = malloc((size_t)(*n ? *n : 1) * sizeof(int));
-    *v = malloc((size_t)(*n ? *n : 1) * sizeof(int));
+    *t = gx_xmalloc((size_t)(*n ? *n : 1) * sizeof(int));
+    *v = gx_xmalloc((size_t)(*n ? *n : 1) * sizeof(int));
     if (*n) { memcpy(*t, e->pcache.t, (size_t)*n * sizeof(int)); memcpy(*v, e->pcache.v, (size_t)*n * sizeof(int)); }
     return 1;
 }
@@ -608,8 +608,8 @@ void gx_engine_preempt_issue(gx_engine *e, gx_wl *preemptor, const int *targets,
                           : !strcmp(reason, "InCohortReclaimWhileBorrowing") ? "reclamation within the cohort while borrowing"
                           : "reclamation within the cohort";
         snprintf(msg, sizeof msg, "Preempted to accommodate a workload (%s) due to %s", preemptor->key, human);
-        gx_engine_wl_set_cond(t, GX_C_PREEMPTED, 1, reason, gx_engine_util_xstrdup(msg), now);
-        gx_engine_wl_evict(e, t, "Preempted", gx_engine_util_xstrdup(msg), now);
+        gx_engine_wl_set_cond(t, GX_C_PREEMPTED, 1, reason, gx_xstrdup(msg), now);
+        gx_engine_wl_evict(e, t, "Preempted", gx_xstrdup(msg), now);
         gx_engine_sched_act(e, GX_ACT_PREEMPT, t, preemptor->key, reason, msg);
         gx_engine_queue_wake_tree(e, t->cq);     /* its quota is free again: a cluster event */
         if (preemptor->cq >= 0) e->cqs[preemptor->cq].preempting_total++;
@@ -693,9 +693,9 @@ void gx_engine_preempt_reserve(gx_engine *e, int cq, const gx_assign *a)
         if (want <= 0) continue;
         if (e->n_rsv == e->cap_rsv) {
             e->cap_rsv = e->cap_rsv ? e->cap_rsv * 2 : 16;
-            e->rsv_node = gx_engine_util_xrealloc(e->rsv_node, (size_t)e->cap_rsv * sizeof(int));
-            e->rsv_fr = gx_engine_util_xrealloc(e->rsv_fr, (size_t)e->cap_rsv * sizeof(int));
-            e->rsv_amt = gx_engine_util_xrealloc(e->rsv_amt, (size_t)e->cap_rsv * sizeof(int64_t));
+            e->rsv_node = gx_xreallocarray(e->rsv_node, (size_t)e->cap_rsv, sizeof(int));
+            e->rsv_fr = gx_xreallocarray(e->rsv_fr, (size_t)e->cap_rsv, sizeof(int));
+            e->rsv_amt = gx_xreallocarray(e->rsv_amt, (size_t)e->cap_rsv, sizeof(int64_t));
         }
         gx_engine_quota_add(e, node, fr, want);
         e->qversion++;

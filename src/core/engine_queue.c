@@ -178,9 +178,8 @@ static void map_put(gx_queue *q, uint64_t k, int v)
         int ncap = q->mcap ? q->mcap * 2 : 16;
         uint64_t *ok = q->mk;
         int *ov = q->mv, ocap = q->mcap;
-        q->mk = calloc((size_t)ncap, sizeof *q->mk);
-        q->mv = calloc((size_t)ncap, sizeof *q->mv);
-        if (!q->mk || !q->mv) abort();
+        q->mk = gx_xcalloc((size_t)ncap, sizeof *q->mk);
+        q->mv = gx_xcalloc((size_t)ncap, sizeof *q->mv);
         q->mcap = ncap;
         q->mused = 0;
         for (int i = 0; i < ocap; i++) if (ok[i]) map_put(q, ok[i], ov[i]);
@@ -316,7 +315,7 @@ void gx_engine_queue_wake_tree(gx_engine *e, int cq)
     }
     int root = e->cqs[cq].node;
     while (e->nodes_q[root].parent >= 0) root = e->nodes_q[root].parent;
-    int *stack = malloc((size_t)(e->n_qn > 0 ? e->n_qn : 1) * sizeof(int)), sp = 0;
+    int *stack = gx_xmalloc((size_t)(e->n_qn > 0 ? e->n_qn : 1) * sizeof(int)), sp = 0;
     stack[sp++] = root;
     while (sp) {
         const gx_qnode *n = &e->nodes_q[stack[--sp]];
@@ -358,7 +357,7 @@ static int cmp_wl(const void *a, const void *b, void *ctx)
 int *gx_engine_queue_sorted(const gx_engine *e, int cq, int *n)
 {
     const gx_queue *q = &e->cqs[cq].q;
-    int *v = malloc((size_t)(q->pending > 0 ? q->pending : 1) * sizeof(int));
+    int *v = gx_xmalloc((size_t)(q->pending > 0 ? q->pending : 1) * sizeof(int));
     int k = 0;
     for (int gi = 0; gi < q->n_g; gi++)
         for (int i = 0; i < q->g[gi].n; i++) v[k++] = q->g[gi].h[i];

@@ -117,14 +117,14 @@ int gx_engine_quota_borrow_level(const gx_engine *e, int node, int fr, int64_t v
 
 static int cohort_index(gx_engine *e, const char *name, int make)
 {
-    int i = gx_engine_util_smap_get(&e->co_map, name);
+    int i = gx_strmap_geti(&e->co_map, name);
     if (i >= 0 || !make) return i;
     GX_GROW(e->cohorts, e->n_co, e->cap_co);
     i = e->n_co++;
     memset(&e->cohorts[i], 0, sizeof e->cohorts[i]);
-    e->cohorts[i].name = gx_engine_util_xstrdup(name);
+    e->cohorts[i].name = gx_xstrdup(name);
     e->cohorts[i].qs.fs_weight = 1000;
-    gx_engine_util_smap_put(&e->co_map, name, i);
+    gx_strmap_puti(&e->co_map, name, i);
     return i;
 }
 
@@ -134,14 +134,14 @@ static void drop_implicit_cohorts(gx_engine *e)
     for (int i = 0; i < e->n_co; i++) {
         gx_cohort *c = &e->cohorts[i];
         if (!c->manifest) {
-            gx_engine_util_smap_del(&e->co_map, c->name);
+            gx_strmap_del(&e->co_map, c->name);
             free(c->name);
             free(c->parent_name);
             continue;
         }
         if (i != j) {
             e->cohorts[j] = *c;
-            gx_engine_util_smap_put(&e->co_map, c->name, j);
+            gx_strmap_puti(&e->co_map, c->name, j);
         }
         j++;
     }
@@ -150,7 +150,7 @@ static void drop_implicit_cohorts(gx_engine *e)
 
 static void add_child(gx_qnode *p, int c)
 {
-    p->child = gx_engine_util_xrealloc(p->child, (size_t)(p->n_child + 1) * sizeof(int));
+    p->child = gx_xreallocarray(p->child, (size_t)(p->n_child + 1), sizeof(int));
     p->child[p->n_child++] = c;
 }
 
@@ -192,7 +192,7 @@ static void cq_derive(gx_engine *e, gx_cq *c, int in_cycle)
     if (c->stop != GX_STOP_NONE) { c->active = 0; c->inactive_reason = "Stopped"; }
     free(c->res_rg);
     c->n_res_map = e->res.n;
-    c->res_rg = malloc((size_t)(c->n_res_map ? c->n_res_map : 1) * sizeof(int));
+    c->res_rg = gx_xmalloc((size_t)(c->n_res_map ? c->n_res_map : 1) * sizeof(int));
     for (int r = 0; r < c->n_res_map; r++) c->res_rg[r] = -1;
     for (int g = 0; g < c->qs.n_rg; g++)
         for (int k = 0; k < c->qs.rg[g].nres; k++) c->res_rg[c->qs.rg[g].res[k]] = g;
@@ -209,10 +209,10 @@ void gx_engine_quota_rebuild(gx_engine *e)
     int nfr = e->fr.n;
     e->n_fr_tree = nfr;
     e->n_qn = e->n_co + e->n_cq;
-    e->nodes_q = calloc((size_t)(e->n_qn > 0 ? e->n_qn : 1), sizeof *e->nodes_q);
+    e->nodes_q = gx_xcalloc((size_t)(e->n_qn > 0 ? e->n_qn : 1), sizeof *e->nodes_q);
     for (int i = 0; i < e->n_qn; i++) {
         gx_qnode *n = &e->nodes_q[i];
-        int64_t *blk = malloc((size_t)(nfr ? nfr : 1) * 5 * sizeof(int64_t));
+        int64_t *blk = gx_xmalloc((size_t)(nfr ? nfr : 1) * 5 * sizeof(int64_t));
         n->nominal = blk; n->blim = blk + nfr; n->llim = blk + 2 * nfr;
         n->subtree = blk + 3 * nfr; n->usage = blk + 4 * nfr;
         for (int f = 0; f < nfr; f++) { n->nominal[f] = 0; n->blim[f] = GX_NIL; n->llim[f] = GX_NIL; n->subtree[f] = 0; n->usage[f] = 0; }
@@ -226,7 +226,7 @@ void gx_engine_quota_rebuild(gx_engine *e)
         if (e->cohorts[i].parent_name) e->nodes_q[i].parent = cohort_index(e, e->cohorts[i].parent_name, 0);
     }
     /* cycles: a cohort whose parent chain does not end within n_co steps */
-    char *cyc = calloc((size_t)(e->n_co > 0 ? e->n_co : 1), 1);
+    char *cyc = gx_xcalloc((size_t)(e->n_co > 0 ? e->n_co : 1), 1);
     for (int i = 0; i < e->n_co; i++) {
         int p = i, steps = 0;
         while (p >= 0 && steps <= e->n_co) { p = e->nodes_q[p].parent; steps++; }

@@ -52,15 +52,15 @@ void gx_engine_sched_act(gx_engine *e, gx_act_kind k, const gx_wl *w, const char
 void gx_engine_sched_admit(gx_engine *e, gx_wl *w, const gx_assign *a, int64_t now, int emit)
 {
     int node = e->cqs[w->cq].node;
-    w->adm = calloc((size_t)w->s.nps, sizeof *w->adm);
+    w->adm = gx_xcalloc((size_t)w->s.nps, sizeof *w->adm);
     for (int ps = 0; ps < w->s.nps; ps++) {
         w->adm[ps].count = a->count[ps];
-        w->adm[ps].flv = malloc((size_t)(w->s.ps[ps].nreq ? w->s.ps[ps].nreq : 1) * sizeof(int));
+        w->adm[ps].flv = gx_xmalloc((size_t)(w->s.ps[ps].nreq ? w->s.ps[ps].nreq : 1) * sizeof(int));
         if (w->s.ps[ps].nreq) memcpy(w->adm[ps].flv, a->flv[ps], (size_t)w->s.ps[ps].nreq * sizeof(int));
     }
     w->n_use = a->n_use;
-    w->use_fr = malloc((size_t)(a->n_use ? a->n_use : 1) * sizeof(int));
-    w->use_amt = malloc((size_t)(a->n_use ? a->n_use : 1) * sizeof(int64_t));
+    w->use_fr = gx_xmalloc((size_t)(a->n_use ? a->n_use : 1) * sizeof(int));
+    w->use_amt = gx_xmalloc((size_t)(a->n_use ? a->n_use : 1) * sizeof(int64_t));
     if (a->n_use) memcpy(w->use_fr, a->use_fr, (size_t)a->n_use * sizeof(int));
     if (a->n_use) memcpy(w->use_amt, a->use_amt, (size_t)a->n_use * sizeof(int64_t));
     for (int u = 0; u < a->n_use; u++) gx_engine_quota_add(e, node, a->use_fr[u], a->use_amt[u]);
@@ -84,7 +84,7 @@ void gx_engine_sched_admit(gx_engine *e, gx_wl *w, const gx_assign *a, int64_t n
         char prev[400];
         snprintf(prev, sizeof prev, "Previously: %s", k->msg ? k->msg : (k->reason ? k->reason : ""));
         if (k->status || !k->msg || strncmp(k->msg, "Previously: ", 12))
-            gx_engine_wl_set_cond(w, past[i], 0, "QuotaReserved", gx_engine_util_xstrdup(prev), now);
+            gx_engine_wl_set_cond(w, past[i], 0, "QuotaReserved", gx_xstrdup(prev), now);
     }
     if (w->cond[GX_C_REQUEUED].set) gx_engine_wl_set_cond(w, GX_C_REQUEUED, 1, "QuotaReserved", NULL, now);
     gx_cq *cq = &e->cqs[w->cq];
@@ -113,7 +113,7 @@ static void expire(gx_engine *e, int64_t now)
         char msg[200];
         snprintf(msg, sizeof msg, "exceeded the maximum execution time (%llds)", (long long)w->s.max_exec_s);
         w->acc_ms = 0;    /* Kueue resets the accumulator on deactivation */
-        gx_engine_wl_deactivate(e, w, "MaximumExecutionTimeExceeded", gx_engine_util_xstrdup(msg), now);
+        gx_engine_wl_deactivate(e, w, "MaximumExecutionTimeExceeded", gx_xstrdup(msg), now);
         gx_engine_sched_act(e, GX_ACT_DEACTIVATE, w, NULL, "MaximumExecutionTimeExceeded", msg);
     }
 }
@@ -149,7 +149,7 @@ static void drain(gx_engine *e, int64_t now)
         char msg[200];
         snprintf(msg, sizeof msg, "The %s is stopped (stopPolicy HoldAndDrain)",
                  reason[0] == 'C' ? "ClusterQueue" : "LocalQueue");
-        gx_engine_wl_evict(e, w, reason, gx_engine_util_xstrdup(msg), now);
+        gx_engine_wl_evict(e, w, reason, gx_xstrdup(msg), now);
         gx_engine_sched_act(e, GX_ACT_PREEMPT, w, NULL, reason, msg);
     }
 }
@@ -327,8 +327,8 @@ size_t gx_engine_schedule(gx_engine *e, int64_t now_ms, gx_action **out)
         gx_engine_reserve_begin(e);
         for (int i = 0; i < n; i++) nominate(e, &ents[i]);
         n_pre = 0;                   /* overlap is checked within one cycle, as in Kueue */
-        char *done = calloc((size_t)n, 1);
-        int *order = malloc((size_t)n * sizeof(int));
+        char *done = gx_xcalloc((size_t)n, 1);
+        int *order = gx_xmalloc((size_t)n * sizeof(int));
         for (int i = 0; i < n; i++) order[i] = i;
         if (!e->opts.fair_sharing) {
             ent_ctx ec = {e, ents};
@@ -339,7 +339,7 @@ size_t gx_engine_schedule(gx_engine *e, int64_t now_ms, gx_action **out)
             if (i < 0) break;
             done[i] = 1;
             int need = n_pre + ents[i].n_targets;
-            if (need > cap_pre) { cap_pre = need * 2; preempted = gx_engine_util_xrealloc(preempted, (size_t)cap_pre * sizeof(int)); }
+            if (need > cap_pre) { cap_pre = need * 2; preempted = gx_xreallocarray(preempted, (size_t)cap_pre, sizeof(int)); }
             process(e, &ents[i], now_ms, preempted, &n_pre);
         }
         for (int i = 0; i < n; i++) {
@@ -355,7 +355,7 @@ size_t gx_engine_schedule(gx_engine *e, int64_t now_ms, gx_action **out)
     free(preempted);
     *out = NULL;
     if (e->n_acts) {
-        *out = malloc(e->n_acts * sizeof **out);
+        *out = gx_xmalloc(e->n_acts * sizeof **out);
         memcpy(*out, e->acts, e->n_acts * sizeof **out);
     }
     return e->n_acts;

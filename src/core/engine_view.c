@@ -15,7 +15,6 @@
 
 static const char *const COND_TYPE[GX_C_N] = {"QuotaReserved", "Admitted", "Evicted", "Preempted", "Requeued",
                                               "Finished", "Deactivated"};
-static const char *const STATE[] = {"Pending", "Admitted", "Finished", "Deactivated"};
 
 static const char *q(int64_t v, char *b) { return gx_quantity_format(v, b, 48); }
 
@@ -50,7 +49,7 @@ char *gx_engine_view_why(const gx_engine *e, const gx_wl *w)
         snprintf(m, sizeof m, "ClusterQueue %s is inactive: %s", cqn,
                  !r ? "unknown" : !strcmp(r, "Stopped") ? "it is stopped (stopPolicy)" :
                  !strcmp(r, "FlavorNotFound") ? "one of its ResourceFlavors does not exist" : "its cohort tree has a cycle");
-        return gx_engine_util_xstrdup(m);
+        return gx_xstrdup(m);
     }
     switch (y->kind) {
     case GX_WHY_NO_CQ:
@@ -106,7 +105,7 @@ char *gx_engine_view_why(const gx_engine *e, const gx_wl *w)
     default:
         snprintf(m, sizeof m, "waiting in ClusterQueue %s to be considered by the scheduler", cqn);
     }
-    return gx_engine_util_xstrdup(m);
+    return gx_xstrdup(m);
 }
 
 static void positions(const gx_engine *e, const gx_wl *w, int *pcq, int *plq)
@@ -153,7 +152,7 @@ static json_t *wl_json(const gx_engine *e, const gx_wl *w, int pcq, int plq)
     if (w->cq >= 0) json_object_set_new(o, "clusterQueue", json_string(e->cqs[w->cq].name));
     if (w->s.pc_name) json_object_set_new(o, "priorityClass", json_string(w->s.pc_name));
     json_object_set_new(o, "priority", json_integer(w->priority));
-    json_object_set_new(o, "state", json_string(STATE[w->state]));
+    json_object_set_new(o, "state", json_string(gx_engine_phase_name((gx_wl_phase)w->state)));
     if (w->state == GX_WL_FINISHED) json_object_set_new(o, "succeeded", json_boolean(w->succeeded));
     gx_time_fmt(w->created, t, sizeof t);
     json_object_set_new(o, "createdAt", json_string(t));
@@ -223,7 +222,7 @@ static int match_filter(const gx_engine *e, const gx_wl *w, const gx_wl_filter *
         for (size_t i = 0; i < f->n_namespaces && !ok; i++) ok = !strcmp(f->namespaces[i], w->s.ns);
         if (!ok) return 0;
     }
-    if (f->state && strcmp(f->state, STATE[w->state])) return 0;
+    if (f->state && gx_engine_phase_parse(f->state) != (gx_wl_phase)w->state) return 0;
     if (f->cluster_queue && (w->cq < 0 || strcmp(f->cluster_queue, e->cqs[w->cq].name))) return 0;
     if (f->local_queue) {
         const char *qn = w->s.lq_name ? w->s.lq_name : "default";
@@ -247,11 +246,11 @@ static int cmp_key(const void *a, const void *b, void *ctx)
 json_t *gx_engine_workloads(const gx_engine *e, const gx_wl_filter *f, int64_t now_ms)
 {
     (void)now_ms;
-    int *pcq = malloc((size_t)(e->n_wl ? e->n_wl : 1) * sizeof(int));
-    int *plq = malloc((size_t)(e->n_wl ? e->n_wl : 1) * sizeof(int));
+    int *pcq = gx_xmalloc((size_t)(e->n_wl ? e->n_wl : 1) * sizeof(int));
+    int *plq = gx_xmalloc((size_t)(e->n_wl ? e->n_wl : 1) * sizeof(int));
     for (int i = 0; i < e->n_wl; i++) pcq[i] = plq[i] = -1;
     /* positions: one sort per ClusterQueue, then a running count per LocalQueue */
-    int *lqcount = calloc((size_t)(e->n_lq ? e->n_lq : 1), sizeof(int));
+    int *lqcount = gx_xcalloc((size_t)(e->n_lq ? e->n_lq : 1), sizeof(int));
     for (int c = 0; c < e->n_cq; c++) {
         int n;
         int *v = gx_engine_queue_sorted(e, c, &n);
@@ -264,7 +263,7 @@ json_t *gx_engine_workloads(const gx_engine *e, const gx_wl_filter *f, int64_t n
         free(v);
     }
     free(lqcount);
-    int *sel = malloc((size_t)(e->n_wl ? e->n_wl : 1) * sizeof(int));
+    int *sel = gx_xmalloc((size_t)(e->n_wl ? e->n_wl : 1) * sizeof(int));
     int n = 0;
     for (int i = 0; i < e->n_wl; i++)
         if (e->wls[i].live && match_filter(e, &e->wls[i], f)) sel[n++] = i;
@@ -303,7 +302,7 @@ json_t *gx_engine_cluster_queues(const gx_engine *e)
     gx_engine_quota_ensure((gx_engine *)e);
     static const char *const STRAT[] = {"StrictFIFO", "BestEffortFIFO"};
     static const char *const STOP[] = {"None", "Hold", "HoldAndDrain"};
-    int *order = malloc((size_t)(e->n_cq ? e->n_cq : 1) * sizeof(int));
+    int *order = gx_xmalloc((size_t)(e->n_cq ? e->n_cq : 1) * sizeof(int));
     for (int i = 0; i < e->n_cq; i++) order[i] = i;
     for (int i = 1; i < e->n_cq; i++)          /* insertion sort by name; few queues */
         for (int j = i; j > 0 && strcmp(e->cqs[order[j - 1]].name, e->cqs[order[j]].name) > 0; j--) {
@@ -333,8 +332,8 @@ json_t *gx_engine_cluster_queues(const gx_engine *e)
 
 json_t *gx_engine_local_queues(const gx_engine *e, const char *const *namespaces, size_t n_ns)
 {
-    int *pend = calloc((size_t)(e->n_lq ? e->n_lq : 1), sizeof(int));
-    int64_t *use = calloc((size_t)(e->n_lq ? e->n_lq : 1) * (size_t)(e->res.n ? e->res.n : 1), sizeof(int64_t));
+    int *pend = gx_xcalloc((size_t)(e->n_lq ? e->n_lq : 1), sizeof(int));
+    int64_t *use = gx_xcalloc((size_t)(e->n_lq ? e->n_lq : 1) * (size_t)(e->res.n ? e->res.n : 1), sizeof(int64_t));
     for (int i = 0; i < e->n_wl; i++) {
         const gx_wl *w = &e->wls[i];
         if (!w->live || w->lq < 0) continue;
@@ -345,7 +344,7 @@ json_t *gx_engine_local_queues(const gx_engine *e, const char *const *namespaces
                     use[(size_t)w->lq * (size_t)e->res.n + (size_t)w->s.ps[ps].res[r]] += w->s.ps[ps].req[r] * w->adm[ps].count;
     }
     json_t *a = json_array();
-    int *order = malloc((size_t)(e->n_lq ? e->n_lq : 1) * sizeof(int));
+    int *order = gx_xmalloc((size_t)(e->n_lq ? e->n_lq : 1) * sizeof(int));
     int n = 0;
     for (int i = 0; i < e->n_lq; i++) {
         if (!e->lqs[i].key) continue;

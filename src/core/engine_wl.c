@@ -19,7 +19,7 @@
 
 gx_engine *gx_engine_new(const gx_engine_opts *opts)
 {
-    gx_engine *e = calloc(1, sizeof *e);
+    gx_engine *e = gx_xcalloc(1, sizeof *e);
     if (!e) return NULL;
     if (opts) e->opts = *opts;
     e->dirty = 1;
@@ -89,7 +89,7 @@ void gx_engine_free(gx_engine *e)
     for (int i = 0; i < e->n_wl; i++) if (e->wls[i].live) wl_free(&e->wls[i]);
     free(e->wls);
     free(e->free_wl);
-    gx_engine_util_smap_free(&e->wl_map);
+    gx_strmap_free(&e->wl_map);
     gx_engine_quota_free(e);
     gx_share_engine_free(e);
     gx_engine_obj_free_all(e);
@@ -112,7 +112,7 @@ void gx_engine_free(gx_engine *e)
 
 gx_wl *gx_engine_wl_get(const gx_engine *e, const char *key)
 {
-    int i = gx_engine_util_smap_get(&e->wl_map, key);
+    int i = gx_strmap_geti(&e->wl_map, key);
     return i < 0 ? NULL : &e->wls[i];
 }
 
@@ -138,7 +138,7 @@ static char *msgf(const char *fmt, const char *a, const char *b)
 {
     char buf[512];
     snprintf(buf, sizeof buf, fmt, a ? a : "", b ? b : "");
-    return gx_engine_util_xstrdup(buf);
+    return gx_xstrdup(buf);
 }
 
 /* ---- parsing ---------------------------------------------------------------------------- */
@@ -158,8 +158,8 @@ static int add_req(gx_engine *e, gx_podset *ps, const char *res, int64_t v, int 
             else if (v > ps->req[i]) ps->req[i] = v;        /* init containers: max */
             return 0;
         }
-    ps->res = gx_engine_util_xrealloc(ps->res, (size_t)(ps->nreq + 1) * sizeof(int));
-    ps->req = gx_engine_util_xrealloc(ps->req, (size_t)(ps->nreq + 1) * sizeof(int64_t));
+    ps->res = gx_xreallocarray(ps->res, (size_t)(ps->nreq + 1), sizeof(int));
+    ps->req = gx_xreallocarray(ps->req, (size_t)(ps->nreq + 1), sizeof(int64_t));
     ps->res[ps->nreq] = id;
     ps->req[ps->nreq++] = v;
     return 0;
@@ -246,9 +246,9 @@ static int parse_job(gx_engine *e, const json_t *job, gx_wl_spec *s, gx_err *err
     const json_t *labels = json_object_get(md, "labels"), *ann = json_object_get(md, "annotations");
     const json_t *spec = json_object_get(job, "spec");
     const char *q = jstr(labels, L_QUEUE);
-    if (q) s->lq_name = gx_engine_util_xstrdup(q);
+    if (q) s->lq_name = gx_xstrdup(q);
     const char *pc = jstr(labels, L_PRIO);
-    if (pc) s->pc_name = gx_engine_util_xstrdup(pc);
+    if (pc) s->pc_name = gx_xstrdup(pc);
     const char *mx = jstr(labels, L_MAXEXEC);
     if (mx && parse_int_label(mx, 1, INT32_MAX, &s->max_exec_s) < 0)
         return gx_errf(err, 422, "metadata.labels[\"" L_MAXEXEC "\"]", "must be a positive whole number of seconds, got \"%s\"", mx);
@@ -270,8 +270,8 @@ static int parse_job(gx_engine *e, const json_t *job, gx_wl_spec *s, gx_err *err
         return gx_errf(err, 422, "metadata.annotations[\"" A_MINPAR "\"]", "must be a whole number between 1 and the job's pod count (%lld), got \"%s\"", (long long)count, mp);
     if (count > INT32_MAX) return gx_errf(err, 422, "spec.parallelism", "too many pods");
     s->nps = 1;
-    s->ps = calloc(1, sizeof *s->ps);
-    s->ps[0].name = gx_engine_util_xstrdup("main");
+    s->ps = gx_xcalloc(1, sizeof *s->ps);
+    s->ps[0].name = gx_xstrdup("main");
     s->ps[0].count = (int32_t)count;
     s->ps[0].min_count = minp ? (int32_t)minp : (int32_t)count;
     return parse_template(e, json_object_get(spec, "template"), "spec.template", &s->ps[0], err);
@@ -282,10 +282,10 @@ static int parse_workload(gx_engine *e, const json_t *wl, gx_wl_spec *s, gx_err 
     const json_t *spec = json_object_get(wl, "spec");
     const char *q = jstr(spec, "queueName");
     if (!q) q = jstr(json_object_get(json_object_get(wl, "metadata"), "labels"), L_QUEUE);
-    if (q) s->lq_name = gx_engine_util_xstrdup(q);
+    if (q) s->lq_name = gx_xstrdup(q);
     const json_t *pref = json_object_get(spec, "priorityClassRef");
     const char *pc = pref ? jstr(pref, "name") : jstr(spec, "priorityClassName");
-    if (pc) s->pc_name = gx_engine_util_xstrdup(pc);
+    if (pc) s->pc_name = gx_xstrdup(pc);
     const json_t *pr = json_object_get(spec, "priority");
     if (pr && json_is_integer(pr)) { s->has_priority = 1; s->priority = (int32_t)json_integer_value(pr); }
     const json_t *mx = json_object_get(spec, "maximumExecutionTimeSeconds");
@@ -298,13 +298,13 @@ static int parse_workload(gx_engine *e, const json_t *wl, gx_wl_spec *s, gx_err 
     if (!json_is_array(pss) || json_array_size(pss) < 1 || json_array_size(pss) > GX_MAX_PODSETS)
         return gx_errf(err, 422, "spec.podSets", "podSets must list 1 to %d pod sets", GX_MAX_PODSETS);
     s->nps = (int)json_array_size(pss);
-    s->ps = calloc((size_t)s->nps, sizeof *s->ps);
+    s->ps = gx_xcalloc((size_t)s->nps, sizeof *s->ps);
     for (int i = 0; i < s->nps; i++) {
         const json_t *p = json_array_get(pss, (size_t)i);
         char f[128];
         snprintf(f, sizeof f, "spec.podSets[%d]", i);
         const char *nm = jstr(p, "name");
-        s->ps[i].name = gx_engine_util_xstrdup(nm ? nm : "main");
+        s->ps[i].name = gx_xstrdup(nm ? nm : "main");
         const json_t *c = json_object_get(p, "count"), *mc = json_object_get(p, "minCount");
         int64_t cnt = 1;
         if (c && (!json_is_integer(c) || json_integer_value(c) < 0 || json_integer_value(c) > INT32_MAX))
@@ -351,7 +351,7 @@ int gx_engine_prepare(gx_engine *e, const json_t *job, gx_wl_spec **out, gx_err 
     }
     if (!name || !*name) return gx_errf(err, 422, "metadata.name", "metadata.name (or metadata.generateName) is required");
     if (strlen(name) > 253 || (ns && strlen(ns) > 63)) return gx_errf(err, 422, "metadata.name", "name too long");
-    gx_wl_spec *s = calloc(1, sizeof *s);
+    gx_wl_spec *s = gx_xcalloc(1, sizeof *s);
     const char *boost = jstr(json_object_get(md, "annotations"), "kueue.x-k8s.io/priority-boost");
     int64_t b = 0;
     if (boost && parse_int_label(boost[0] == '-' ? boost + 1 : boost, 0, INT32_MAX, &b) < 0) {
@@ -359,9 +359,9 @@ int gx_engine_prepare(gx_engine *e, const json_t *job, gx_wl_spec **out, gx_err 
         return gx_errf(err, 422, "metadata.annotations[\"kueue.x-k8s.io/priority-boost\"]", "must be a whole number, got \"%s\"", boost);
     }
     s->boost = (int32_t)(boost && boost[0] == '-' ? -b : b);
-    s->name = gx_engine_util_xstrdup(name);
-    s->ns = gx_engine_util_xstrdup(ns && *ns ? ns : "default");
-    s->kind = gx_engine_util_xstrdup(kind);
+    s->name = gx_xstrdup(name);
+    s->ns = gx_xstrdup(ns && *ns ? ns : "default");
+    s->kind = gx_xstrdup(kind);
     if ((is_job ? parse_job(e, job, s, err) : parse_workload(e, job, s, err)) < 0) {
         gx_engine_spec_free(s);
         return -1;
@@ -388,14 +388,14 @@ static int resolve(gx_engine *e, const gx_wl_spec *s, int *lq, int *cq, int32_t 
     char key[512];
     const char *qn = s->lq_name ? s->lq_name : "default";
     snprintf(key, sizeof key, "%s/%s", s->ns, qn);
-    *lq = gx_engine_util_smap_get(&e->lq_map, key);
+    *lq = gx_strmap_geti(&e->lq_map, key);
     if (*lq < 0) {
         if (!s->lq_name) return gx_errf(err, 422, qfield, "no queue given: set the label %s to a LocalQueue of namespace %s", L_QUEUE, s->ns);
         return gx_errf(err, 422, qfield, "LocalQueue \"%s\" does not exist in namespace %s", s->lq_name, s->ns);
     }
     *prio = 0;
     if (s->pc_name) {
-        int p = gx_engine_util_smap_get(&e->wpc_map, s->pc_name);
+        int p = gx_strmap_geti(&e->wpc_map, s->pc_name);
         const char *pf = !strcmp(s->kind, "Job") ? "metadata.labels[\"" L_PRIO "\"]" : "spec.priorityClassRef.name";
         if (p < 0) return gx_errf(err, 422, pf, "WorkloadPriorityClass \"%s\" does not exist", s->pc_name);
         *prio = e->wpcs[p].value;
@@ -425,7 +425,7 @@ int gx_engine_submit_spec(gx_engine *e, gx_wl_spec *s, int64_t now_ms, gx_err *e
     gx_err_clear(err);
     char key[600];
     snprintf(key, sizeof key, "%s/%s", s->ns, s->name);
-    if (gx_engine_util_smap_get(&e->wl_map, key) >= 0) {
+    if (gx_strmap_geti(&e->wl_map, key) >= 0) {
         gx_errf(err, 409, "metadata.name", "workload %s already exists", key);
         gx_engine_spec_free(s);
         return -1;
@@ -448,7 +448,7 @@ int gx_engine_submit_spec(gx_engine *e, gx_wl_spec *s, int64_t now_ms, gx_err *e
     gx_wl *w = &e->wls[wi];
     memset(w, 0, sizeof *w);
     w->live = 1;
-    w->key = gx_engine_util_xstrdup(key);
+    w->key = gx_xstrdup(key);
     w->s = *s;
     free(s);
     w->lq = lq;
@@ -462,7 +462,7 @@ int gx_engine_submit_spec(gx_engine *e, gx_wl_spec *s, int64_t now_ms, gx_err *e
     w->state = GX_WL_PENDING;
     w->why.kind = cq < 0 ? GX_WHY_NO_CQ : GX_WHY_QUEUED;
     gx_engine_wl_set_cond(w, GX_C_QUOTA, 0, "Pending", NULL, now_ms);
-    gx_engine_util_smap_put(&e->wl_map, key, wi);
+    gx_strmap_puti(&e->wl_map, key, wi);
     if (cq >= 0) gx_engine_queue_push(e, cq, wi);
     else e->orphans = 1;
     return 0;
@@ -530,7 +530,7 @@ int gx_engine_finish(gx_engine *e, const char *key, int succeeded, const char *m
     w->succeeded = succeeded ? 1 : 0;
     w->finished_at = now_ms;
     gx_engine_wl_set_cond(w, GX_C_FINISHED, 1, succeeded ? "Succeeded" : "Failed",
-                          gx_engine_util_xstrdup(message && *message ? message : succeeded ? "Job finished successfully" : "Job failed"), now_ms);
+                          gx_xstrdup(message && *message ? message : succeeded ? "Job finished successfully" : "Job failed"), now_ms);
     gx_engine_queue_wake_tree(e, w->cq);
     return 0;
 }
@@ -542,7 +542,7 @@ void gx_engine_wl_deactivate(gx_engine *e, gx_wl *w, const char *reason, char *m
         gx_engine_wl_release(e, w);
         gx_engine_wl_set_cond(w, GX_C_QUOTA, 0, reason, NULL, now);
         gx_engine_wl_set_cond(w, GX_C_ADMITTED, 0, reason, NULL, now);
-        gx_engine_wl_set_cond(w, GX_C_EVICTED, 1, reason, msg ? gx_engine_util_xstrdup(msg) : NULL, now);
+        gx_engine_wl_set_cond(w, GX_C_EVICTED, 1, reason, msg ? gx_xstrdup(msg) : NULL, now);
         if (w->cq >= 0) e->cqs[w->cq].evicted_total++;
         gx_engine_queue_wake_tree(e, w->cq);
     } else {
@@ -561,7 +561,7 @@ int gx_engine_cancel(gx_engine *e, const char *key, const char *message, int64_t
         return gx_errf(err, 409, "", "workload %s has already ended", key);
     int was = w->state == GX_WL_ADMITTED;
     gx_engine_wl_deactivate(e, w, "Deactivated",
-                            gx_engine_util_xstrdup(message && *message ? message : "The workload was cancelled"), now_ms);
+                            gx_xstrdup(message && *message ? message : "The workload was cancelled"), now_ms);
     return was;
 }
 
@@ -572,7 +572,7 @@ void gx_engine_wl_evict(gx_engine *e, gx_wl *w, const char *reason, char *msg, i
     w->state = GX_WL_PENDING;
     gx_engine_wl_set_cond(w, GX_C_EVICTED, 1, reason, msg, now);
     gx_engine_wl_set_cond(w, GX_C_QUOTA, 0, "Pending", NULL, now);
-    gx_engine_wl_set_cond(w, GX_C_ADMITTED, 0, "NoReservation", gx_engine_util_xstrdup("The workload has no reservation"), now);
+    gx_engine_wl_set_cond(w, GX_C_ADMITTED, 0, "NoReservation", gx_xstrdup("The workload has no reservation"), now);
     gx_engine_wl_set_cond(w, GX_C_REQUEUED, 1, reason, NULL, now);
     w->why.kind = GX_WHY_QUEUED;
     if (w->cq >= 0) {
@@ -599,7 +599,7 @@ int gx_engine_remove(gx_engine *e, const char *key, gx_err *err)
     if (w->state != GX_WL_FINISHED && w->state != GX_WL_DEACTIVATED)
         return gx_errf(err, 409, "", "workload %s has not ended: cancel it first", key);
     int wi = (int)(w - e->wls);
-    gx_engine_util_smap_del(&e->wl_map, key);
+    gx_strmap_del(&e->wl_map, key);
     wl_free(w);
     GX_GROW(e->free_wl, e->n_free_wl, e->cap_free_wl);
     e->free_wl[e->n_free_wl++] = wi;
@@ -630,7 +630,7 @@ static void restore_conditions(gx_engine *e, gx_wl *w, const json_t *status)
             int id = gx_engine_util_intern(&e->reasons, reason); /* may grow the table: index after */
             r = e->reasons.s[id];
         }
-        gx_engine_wl_set_cond(w, k, st && !strcmp(st, "True"), r, msg && *msg ? gx_engine_util_xstrdup(msg) : NULL, t);
+        gx_engine_wl_set_cond(w, k, st && !strcmp(st, "True"), r, msg && *msg ? gx_xstrdup(msg) : NULL, t);
         w->cond[k].t = t;
     }
 }
@@ -697,11 +697,9 @@ int gx_engine_restore(gx_engine *e, const json_t *job, const json_t *status, gx_
 
 size_t gx_engine_count(const gx_engine *e, const char *state)
 {
-    static const char *const names[] = {"Pending", "Admitted", "Finished", "Deactivated"};
-    size_t n = 0;
-    for (int i = 0; i < e->n_wl; i++)
-        if (e->wls[i].live && (!state || !strcmp(state, names[e->wls[i].state]))) n++;
-    return n;
+    if (!state) return gx_engine_count_phase(e, GX_PHASE_ABSENT);
+    gx_wl_phase p = gx_engine_phase_parse(state);
+    return p == GX_PHASE_ABSENT ? 0 : gx_engine_count_phase(e, p);
 }
 
 void gx_engine_set_fair_sharing(gx_engine *e, int on)

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "core/place.h"
+#include "lib/alloc.h"
 #include "lib/rng.h"
 
 /* ---- models ------------------------------------------------------------------------ */
@@ -160,8 +161,7 @@ static gx_place_memo *memo_row(gx_place_ctx *cx, const gx_place_node *nodes, int
 {
     if (!cx->pol->needs_workload || count <= 0) return NULL;
     if (!cx->shapes) {
-        cx->shapes = calloc(GX_PLACE_MAX_SHAPES, sizeof *cx->shapes);
-        if (!cx->shapes) return NULL;
+        cx->shapes = gx_xcalloc(GX_PLACE_MAX_SHAPES, sizeof *cx->shapes);
     }
     if (cx->memo_base != nodes || cx->memo_count != count || cx->memo_order != order) {
         memo_reset(cx, nodes, count);      /* ours' scores depend on the order too */
@@ -174,8 +174,7 @@ static gx_place_memo *memo_row(gx_place_ctx *cx, const gx_place_node *nodes, int
             return sh->memo;
     }
     if (cx->nshapes == GX_PLACE_MAX_SHAPES) return NULL;
-    gx_place_memo *m = calloc((size_t)count, sizeof *m);
-    if (!m) return NULL;
+    gx_place_memo *m = gx_xcalloc((size_t)count, sizeof *m);
     cx->shapes[cx->nshapes++] = (gx_place_shape){ pod->cpu_milli, pod->gpu_mem_mib,
                                                   pod->num_gpu, pod->gpu_milli, m };
     return m;
@@ -368,9 +367,8 @@ static int set_workload(gx_place_ctx *cx, const gx_place_workload *wl)
         total += wl->t[i].p;
     }
     if (total <= 0) return -1;
-    cx->all = calloc((size_t)wl->n, sizeof *cx->all);
-    cx->types = calloc((size_t)wl->n, sizeof *cx->types);
-    if (!cx->all || !cx->types) return -1;
+    cx->all = gx_xcalloc((size_t)wl->n, sizeof *cx->all);
+    cx->types = gx_xcalloc((size_t)wl->n, sizeof *cx->types);
     memcpy(cx->all, wl->t, (size_t)wl->n * sizeof *cx->all);
     cx->nall = wl->n;
     for (int i = 0; i < cx->nall; i++) cx->all[i].p /= total;
@@ -385,8 +383,7 @@ static int set_workload(gx_place_ctx *cx, const gx_place_workload *wl)
      * node still has room for them is FGD's score, and counting it twice breaks FGD's
      * ties away from the fixed order (0.1 point lost where half the GPU pods take
      * several GPUs). Where they dominate, the rule weighs little and FGD decides. */
-    cx->fillw = calloc((size_t)cx->ntypes, sizeof *cx->fillw);
-    if (!cx->fillw) return -1;
+    cx->fillw = gx_xcalloc((size_t)cx->ntypes, sizeof *cx->fillw);
     double demand = 0;
     for (int i = 0; i < cx->ntypes; i++)
         demand += cx->types[i].p * cx->types[i].num_gpu * cx->types[i].gpu_milli;
@@ -400,15 +397,13 @@ gx_place_ctx *gx_place_ctx_new(const gx_place_policy *pol, const gx_place_worklo
                                uint64_t seed)
 {
     if (!pol) return NULL;
-    gx_place_ctx *cx = calloc(1, sizeof *cx);
-    if (!cx) return NULL;
+    gx_place_ctx *cx = gx_xcalloc(1, sizeof *cx);
     cx->pol = pol;
     gx_rng_seed(cx->rng, seed);
     if (wl && wl->n > 0 && set_workload(cx, wl)) goto fail;
     if (pol->id == GX_PLACE_OURS && cx->ntypes > 0 && gx_place_ours_init(cx)) goto fail;
     if (pol->needs_workload) {
-        cx->fc = calloc(FCACHE_SLOTS, sizeof *cx->fc);
-        if (!cx->fc) goto fail;
+        cx->fc = gx_xcalloc(FCACHE_SLOTS, sizeof *cx->fc);
         cx->fc_mask = FCACHE_SLOTS - 1;
     }
     return cx;

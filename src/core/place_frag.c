@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "core/place.h"
+#include "lib/alloc.h"
 
 /* ---- workload ---------------------------------------------------------------------- */
 
@@ -28,16 +29,13 @@ int gx_place_workload_from_pods(const gx_place_pod *pods, size_t n, gx_place_typ
     if (n == 0 || cap <= 0) return 0;
     /* distinct shapes with counts (p holds the count), in order of first appearance */
     size_t ncap = 64, nt = 0;
-    gx_place_type *t = malloc(ncap * sizeof *t);
-    if (!t) return 0;
+    gx_place_type *t = gx_xmalloc(ncap * sizeof *t);
     for (size_t i = 0; i < n; i++) {
         size_t k = 0;
         while (k < nt && !same_shape(&t[k], &pods[i])) k++;
         if (k == nt) {
             if (nt == ncap) {
-                gx_place_type *bigger = realloc(t, 2 * ncap * sizeof *t);
-                if (!bigger) { free(t); return 0; }
-                t = bigger;
+                t = gx_xreallocarray(t, 2 * ncap, sizeof *t);
                 ncap *= 2;
             }
             t[nt].cpu_milli = pods[i].cpu_milli;

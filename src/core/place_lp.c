@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "core/place.h"
+#include "lib/alloc.h"
 
 #define MAX_ITEMS 64     /* distinct share sizes priced; rarer ones price at 0 */
 #define MAX_ROWS 256     /* patterns the cutting-plane loop may add */
@@ -127,13 +128,11 @@ int gx_place_lp_values(const gx_place_type *types, int ntypes, double *value,
         d[i] += t->p;
     }
     int rows = n, w = n + MAX_ROWS + 1;
-    int *pat = calloc((size_t)MAX_ROWS * MAX_ITEMS, sizeof *pat);
-    double *t = malloc((size_t)(MAX_ROWS + 1) * (size_t)w * sizeof *t);
-    double *best = malloc((GX_PLACE_MILLI + 1) * sizeof *best);
-    int *take = malloc((GX_PLACE_MILLI + 1) * sizeof *take);
-    int *basis = malloc(MAX_ROWS * sizeof *basis);
-    int rc = -1;
-    if (!pat || !t || !best || !take || !basis) goto out;
+    int *pat = gx_xcalloc((size_t)MAX_ROWS * MAX_ITEMS, sizeof *pat);
+    double *t = gx_xmalloc((size_t)(MAX_ROWS + 1) * (size_t)w * sizeof *t);
+    double *best = gx_xmalloc((GX_PLACE_MILLI + 1) * sizeof *best);
+    int *take = gx_xmalloc((GX_PLACE_MILLI + 1) * sizeof *take);
+    int *basis = gx_xmalloc(MAX_ROWS * sizeof *basis);
     for (int i = 0; i < n; i++) pat[i * MAX_ITEMS + i] = GX_PLACE_MILLI / size[i];
     for (int i = 0; i < n; i++) y[i] = 0;
     /* Cutting planes: solve over the patterns known so far, then ask the knapsack for a
@@ -169,12 +168,10 @@ int gx_place_lp_values(const gx_place_type *types, int ntypes, double *value,
         }
         *gpus_per_pod = pods > 0 ? obj / pods : 0;
     }
-    rc = 0;
-out:
     free(pat);
     free(t);
     free(best);
     free(take);
     free(basis);
-    return rc;
+    return 0;
 }

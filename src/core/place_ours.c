@@ -38,6 +38,7 @@
 #include <stdlib.h>
 
 #include "core/place.h"
+#include "lib/alloc.h"
 
 static bool class_hosts(const gx_place_class *c, const gx_place_type *t)
 {
@@ -83,13 +84,12 @@ void gx_place_ours_prepare(gx_place_ctx *cx, const gx_place_node *nodes, int cou
     free(cx->node_cls);
     free(cx->node_res);
     size_t sz = (size_t)(count > 0 ? count : 1);
-    cx->node_cls = malloc(sz * sizeof *cx->node_cls);
-    cx->node_res = calloc(sz, sizeof *cx->node_res);
+    cx->node_cls = gx_xmalloc(sz * sizeof *cx->node_cls);
+    cx->node_res = gx_xcalloc(sz, sizeof *cx->node_res);
     cx->cls_base = nodes;
     cx->cls_count = count;
     cx->cls_order = order;
     cx->ncls = 0;
-    if (!cx->node_cls || !cx->node_res) { cx->cls_count = -1; return; }
     double gpus = 0;
     for (int i = 0; i < count; i++) {
         int c = find_class(cx, &nodes[i]);
@@ -137,8 +137,7 @@ static bool node_reserved(gx_place_ctx *cx, const gx_place_node *n)
  * FGD's types, the common ones; a rarer share is placed by the same table. */
 int gx_place_ours_init(gx_place_ctx *cx)
 {
-    cx->value = calloc(GX_PLACE_MILLI + 1, sizeof *cx->value);
-    if (!cx->value) return -1;
+    cx->value = gx_xcalloc(GX_PLACE_MILLI + 1, sizeof *cx->value);
     return gx_place_lp_values(cx->types, cx->ntypes, cx->value, NULL);
 }
 

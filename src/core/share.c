@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "core/share.h"
+#include "lib/alloc.h"
 
 static const char *const mode_names[] = {"exclusive", "timeSlicing", "mps", "mig", "fractional"};
 
@@ -281,10 +282,9 @@ int gx_share_fit(const gx_share_node *n, const gx_share_req *req, gx_share_pick 
 static int frac_choose_place(gx_place_ctx *cx, gx_share_node *const *nodes, int count,
                              const gx_share_req *req, gx_share_pick *out)
 {
-    gx_place_node *pn = calloc((size_t)count, sizeof *pn);
-    int (*map)[GX_PLACE_MAX_GPUS] = calloc((size_t)count, sizeof *map);
+    gx_place_node *pn = gx_xcalloc((size_t)count, sizeof *pn);
+    int (*map)[GX_PLACE_MAX_GPUS] = gx_xcalloc((size_t)count, sizeof *map);
     int chosen = -1;
-    if (!pn || !map) goto out;
     const gx_share_gpu *ref = NULL;
     for (int i = 0; i < count; i++) {
         gx_place_node_init(&pn[i], 0, 0, -1, 0, 0);

@@ -34,8 +34,7 @@ int gx_share_engine_node(gx_node *n, const json_t *obj, gx_err *err)
     if (!shared) return 0;
     if (n->n_gpus > GX_SHARE_MAX_GPUS)
         return gx_errf(err, 422, "spec.gpus", "a node with shared GPUs may have at most %d GPUs", GX_SHARE_MAX_GPUS);
-    gx_share_node *s = calloc(1, sizeof *s);
-    if (!s) abort();
+    gx_share_node *s = gx_xcalloc(1, sizeof *s);
     for (int k = 0; k < n->n_gpus; k++) {
         char f[64];
         snprintf(f, sizeof f, "spec.gpus[%d].sharing", k);
@@ -129,8 +128,8 @@ static void record(trial *t, int node, int gpu, int pod)
 {
     if (t->n_dev == t->cap_dev) {
         t->cap_dev = t->cap_dev ? t->cap_dev * 2 : 8;
-        t->dev = gx_engine_util_xrealloc(t->dev, (size_t)t->cap_dev * 2 * sizeof(int));
-        t->devpod = gx_engine_util_xrealloc(t->devpod, (size_t)t->cap_dev * sizeof(int));
+        t->dev = gx_xreallocarray(t->dev, (size_t)t->cap_dev * 2, sizeof(int));
+        t->devpod = gx_xreallocarray(t->devpod, (size_t)t->cap_dev, sizeof(int));
     }
     t->dev[2 * t->n_dev] = node;
     t->dev[2 * t->n_dev + 1] = gpu;
@@ -219,9 +218,8 @@ static void undo(gx_engine *e, gx_wl *w, trial *t)
 #define WL_TYPES 64
 static int online_workload(const gx_engine *e, gx_place_type *out)
 {
-    gx_share_node **nodes = calloc((size_t)(e->n_nodes ? e->n_nodes : 1), sizeof *nodes);
-    gx_place_pod *pods = calloc(WL_SAMPLE, sizeof *pods);
-    if (!nodes || !pods) abort();
+    gx_share_node **nodes = gx_xcalloc((size_t)(e->n_nodes ? e->n_nodes : 1), sizeof *nodes);
+    gx_place_pod *pods = gx_xcalloc(WL_SAMPLE, sizeof *pods);
     for (int i = 0; i < e->n_nodes; i++) nodes[i] = e->nodes[i].share;
     size_t n = 0;
     char why[8];
@@ -272,10 +270,9 @@ int gx_share_engine_try(gx_engine *e, gx_wl *w, int commit, char *why, size_t wh
 {
     int64_t pods = gx_engine_wl_pods(w);
     trial t = {0};
-    t.pl_node = calloc((size_t)(pods ? pods : 1), sizeof(int));
-    gx_share_node **cand = calloc((size_t)(e->n_nodes ? e->n_nodes : 1), sizeof *cand);
+    t.pl_node = gx_xcalloc((size_t)(pods ? pods : 1), sizeof(int));
+    gx_share_node **cand = gx_xcalloc((size_t)(e->n_nodes ? e->n_nodes : 1), sizeof *cand);
     gx_place_ctx *cx = policy_ctx(e);
-    if (!t.pl_node || !cand) abort();
     int pod = 0, fits = 1;
     /* commit as we go (a later pod must see the earlier ones), undo unless asked to keep */
     for (int ps = 0; ps < w->s.nps && fits; ps++)
@@ -304,35 +301,30 @@ void gx_share_engine_release(gx_engine *e, gx_wl *w)
     release_wl(e, (int)(w - e->wls));
 }
 
-json_t *gx_share_engine_devices(const gx_engine *e, const gx_wl *w, int pod)
+int gx_share_engine_devs(const gx_engine *e, const gx_wl *w, int pod, gx_engine_dev *out, int max)
 {
-    if (!w->pl_node) return NULL;
+    if (!w->pl_node) return -1;
     const gx_node *n = &e->nodes[w->pl_node[pod]];
-    if (!n->share) return NULL;
+    if (!n->share) return -1;
     gx_share_dev d[GX_SHARE_MAX_GPUS];
     int c = gx_share_owned(n->share, OWNER((int)(w - e->wls), pod), d, GX_SHARE_MAX_GPUS);
-    json_t *a = json_array();
-    for (int k = 0; k < c && k < GX_SHARE_MAX_GPUS; k++) {
+    if (c > GX_SHARE_MAX_GPUS) c = GX_SHARE_MAX_GPUS;
+    for (int k = 0; k < c && k < max; k++) {
         const gx_share_gpu *g = &n->share->gpu[d[k].gpu];
-        const char *uuid = d[k].mig >= 0 ? g->mig[d[k].mig].uuid : g->uuid;
-        json_t *x = json_pack("{s:s,s:i,s:s,s:s,s:i,s:I}", "uuid", uuid, "index", d[k].gpu, "model", n->gpus[d[k].gpu].model,
-                              "mode", gx_share_mode_name(g->mode), "cores", d[k].cores, "memoryMiB", (json_int_t)d[k].mem_mib);
-        if (d[k].mig >= 0) {
-            json_object_set_new(x, "gpuUUID", json_string(g->uuid));
-            json_object_set_new(x, "mig", json_integer(d[k].mig));
-            json_object_set_new(x, "profile", json_string(g->mig[d[k].mig].profile));
-        }
-        if (d[k].replica >= 0) json_object_set_new(x, "replica", json_integer(d[k].replica));
-        json_array_append_new(a, x);
+        out[k] = (gx_engine_dev){
+            .uuid = d[k].mig >= 0 ? g->mig[d[k].mig].uuid : g->uuid, .gpu_uuid = g->uuid,
+            .model = n->gpus[d[k].gpu].model, .node = n->name, .index = d[k].gpu, .shared = 1,
+            .mode = gx_share_mode_name(g->mode), .cores = d[k].cores, .mem_mib = d[k].mem_mib,
+            .mig = d[k].mig, .profile = d[k].mig >= 0 ? g->mig[d[k].mig].profile : NULL, .replica = d[k].replica,
+        };
     }
-    return a;
+    return c;
 }
 
 json_t *gx_share_engine_gpu_view(const gx_engine *e, const gx_node *n, int g)
 {
     if (!n->share || g >= n->share->n_gpus) return NULL;
-    const char **names = calloc((size_t)n->share->n_allocs + 1, sizeof *names);
-    if (!names) abort();
+    const char **names = gx_xcalloc((size_t)n->share->n_allocs + 1, sizeof *names);
     for (int i = 0; i < n->share->n_allocs; i++) {
         int64_t wi = n->share->alloc[i].owner >> 20;
         if (wi >= 0 && wi < e->n_wl) names[i] = e->wls[wi].key;
@@ -431,8 +423,7 @@ static int explain_flavor(const gx_engine *e, const gx_podset *p, const gx_share
 int gx_share_engine_explain(const gx_engine *e, const gx_wl *w, char *m, size_t n)
 {
     if (!gx_share_engine_active(e)) return 0;
-    gx_share_node **cand = calloc((size_t)e->n_nodes, sizeof *cand);
-    if (!cand) abort();
+    gx_share_node **cand = gx_xcalloc((size_t)e->n_nodes, sizeof *cand);
     int said = 0;
     for (int ps = 0; ps < w->s.nps && !said; ps++) {
         const gx_podset *p = &w->s.ps[ps];
@@ -469,12 +460,11 @@ int gx_share_engine_restore(gx_engine *e, gx_wl *w, const json_t *placement)
     int wi = (int)(w - e->wls);
     int64_t pods = gx_engine_wl_pods(w);
     trial t = {0};
-    t.pl_node = calloc((size_t)(pods ? pods : 1), sizeof(int));
-    if (!t.pl_node) abort();
+    t.pl_node = gx_xcalloc((size_t)(pods ? pods : 1), sizeof(int));
     int ok = json_is_array(placement) && (int64_t)json_array_size(placement) == pods;
     for (int64_t p = 0; p < pods && ok; p++) {
         const json_t *pp = json_array_get(placement, (size_t)p);
-        int ni = gx_engine_util_smap_get(&e->node_map, json_string_value(json_object_get(pp, "node")) ?: "");
+        int ni = gx_strmap_geti(&e->node_map, json_string_value(json_object_get(pp, "node")) ?: "");
         if (ni < 0) { ok = 0; break; }
         gx_node *n = &e->nodes[ni];
         t.pl_node[p] = ni;

@@ -5,6 +5,7 @@
 #define GX_SHARE_PLACE_H
 #include <stddef.h>
 #include <jansson.h>
+#include "core/engine.h"
 #include "lib/err.h"
 
 struct gx_engine;
@@ -27,9 +28,9 @@ int gx_share_engine_try(struct gx_engine *e, struct gx_wl *w, int commit, char *
                         gx_share_eligible_fn ok);
 /* Free w's shares (call before engine_place.c drops its users and arrays). */
 void gx_share_engine_release(struct gx_engine *e, struct gx_wl *w);
-/* Placement devices of a pod on a shared node ([{uuid, index, model, mode, cores,
- * memoryMiB, mig?, replica?, profile?, gpuUUID?}]), NULL when its node is not shared. */
-json_t *gx_share_engine_devices(const struct gx_engine *e, const struct gx_wl *w, int pod);
+/* Placement devices of a pod on a shared node (MIG devices, replicas, shares): their
+ * count, the first max written to out; -1 when its node is not shared. */
+int gx_share_engine_devs(const struct gx_engine *e, const struct gx_wl *w, int pod, gx_engine_dev *out, int max);
 /* gx_share_gpu_view of GPU g of n with holder names, NULL when n is not shared. */
 json_t *gx_share_engine_gpu_view(const struct gx_engine *e, const struct gx_node *n, int g);
 /* The pending reason of a workload whose quota fits but whose devices do not (engine_view.c),

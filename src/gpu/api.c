@@ -7,6 +7,7 @@
 #include <string.h>
 #include "gpu/api.h"
 #include "gpu/runtime.h"
+#include "lib/alloc.h"
 #include "lib/sbuf.h"
 
 int64_t gx_gpu_parse_window(const char *s)
@@ -143,20 +144,16 @@ static int mig_apply(gx_engine *eng, const char *body, size_t len, json_t **out,
     }
     if (!node && r->inv->n_nodes == 1) node = r->inv->nodes[0].name;
     if (!node) { json_decref(b); return gx_errf(err, 400, "node", "say which node (there are several)"); }
-    json_t *nodes = gx_engine_nodes(eng);
-    size_t i, k;
-    json_t *n, *g;
+    size_t ng = gx_engine_gpus(eng, node, NULL, 0);
+    gx_engine_gpu *gs = gx_xcalloc(ng, sizeof *gs);
+    gx_engine_gpus(eng, node, gs, ng);
     int rc = 0;
-    json_array_foreach(nodes, i, n) {
-        if (strcmp(json_string_value(json_object_get(n, "name")) ?: "", node)) continue;
-        json_array_foreach(json_object_get(n, "gpus"), k, g) {
-            const json_t *u = json_array_get(json_object_get(g, "workloads"), 0);
-            if (u && !rc)
-                rc = gx_errf(err, 409, "", "GPU %zu (%s) is used by %s: MIG changes need idle GPUs", k,
-                             json_string_value(json_object_get(g, "uuid")), json_string_value(json_object_get(u, "workload")));
-        }
-    }
-    json_decref(nodes);
+    for (size_t k = 0; k < ng && !rc; k++)
+        if (gs[k].user)
+            rc = gx_errf(err, 409, "", "GPU %d (%s) is used by %s: MIG changes need idle GPUs", gs[k].index, gs[k].uuid, gs[k].user);
+    free(gs);
+    size_t i;
+    json_t *n;
     json_t *changed = NULL;
     if (!rc) rc = gx_gpu_inventory_mig_apply(r->inv, node, config, json_object_get(b, "migConfig"), &changed, err);
     if (!rc) {   /* the engine learns the new devices: the node is applied again */

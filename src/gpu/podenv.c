@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "gpu/podenv.h"
+#include "lib/alloc.h"
 
 #define MAX_ENV 24
 
@@ -20,11 +21,11 @@ static void push(char **v, int *n, const char *fmt, ...)
 }
 
 /* The engine's figures for a device, if its placement view carries them. */
-static int dev_limits(const json_t *devices, const char *uuid, int *cores, long long *mem)
+static int json_limits(const void *ctx, const char *uuid, int *cores, long long *mem)
 {
     size_t i;
     json_t *d;
-    json_array_foreach(devices, i, d) {
+    json_array_foreach((const json_t *)ctx, i, d) {
         const char *u = json_string_value(json_object_get(d, "uuid"));
         if (!u || strcmp(u, uuid) || !json_is_integer(json_object_get(d, "cores"))) continue;
         *cores = (int)json_integer_value(json_object_get(d, "cores"));
@@ -34,19 +35,31 @@ static int dev_limits(const json_t *devices, const char *uuid, int *cores, long 
     return 0;
 }
 
-char **gx_gpu_podenv(gx_gpu_inv *inv, const gx_gpu_mps *mps, const char *uuids, const json_t *devices)
+typedef struct { const gx_engine_dev *d; int n; } dev_list;
+
+/* The same figures from the engine's typed answer (gx_engine_wl_devices). */
+static int dev_limits(const void *ctx, const char *uuid, int *cores, long long *mem)
 {
-    if (!inv || !uuids || !*uuids) return NULL;
-    char **v = calloc(MAX_ENV + 1, sizeof *v);
-    if (!v) abort();
-    int n = 0, ndev = 0;
-    char copy[1024];
-    snprintf(copy, sizeof copy, "%s", uuids);
-    for (char *s = copy; *s; s++) ndev += *s == ',';
-    ndev++;
-    char *save = NULL;
-    int i = 0;
-    for (char *u = strtok_r(copy, ",", &save); u; u = strtok_r(NULL, ",", &save), i++) {
+    const dev_list *l = ctx;
+    for (int k = 0; k < l->n; k++) {
+        if (!l->d[k].shared || strcmp(l->d[k].uuid, uuid)) continue;
+        *cores = l->d[k].cores;
+        *mem = (long long)l->d[k].mem_mib;
+        return 1;
+    }
+    return 0;
+}
+
+/* The entries for a pod holding `uuids` (CUDA_VISIBLE_DEVICES order), with the engine's
+ * limits per device from `limits` when it has them. */
+static char **podenv(gx_gpu_inv *inv, const gx_gpu_mps *mps, const char *const *uuids, int ndev,
+                     int (*limits)(const void *ctx, const char *uuid, int *cores, long long *mem), const void *ctx)
+{
+    if (!inv || ndev <= 0) return NULL;
+    char **v = gx_xcalloc(MAX_ENV + 1, sizeof *v);
+    int n = 0;
+    for (int i = 0; i < ndev; i++) {
+        const char *u = uuids[i];
         int mig;
         gx_gpu_dev *d = gx_gpu_inventory_owner(inv, u, &mig);
         if (!d) continue;
@@ -54,7 +67,7 @@ char **gx_gpu_podenv(gx_gpu_inv *inv, const gx_gpu_mps *mps, const char *uuids, 
         if (d->mode != GX_SHARE_MPS && d->mode != GX_SHARE_FRACTIONAL) continue;
         int cores = 100;
         long long mem = d->mem_mib;
-        if (!dev_limits(devices, u, &cores, &mem) && d->mode == GX_SHARE_MPS) {
+        if (!limits(ctx, u, &cores, &mem) && d->mode == GX_SHARE_MPS) {
             cores = 100 / (d->replicas > 0 ? d->replicas : 1);
             mem = d->mem_mib / (d->replicas > 0 ? d->replicas : 1);
         }
@@ -72,5 +85,28 @@ char **gx_gpu_podenv(gx_gpu_inv *inv, const gx_gpu_mps *mps, const char *uuids, 
         }
     }
     if (!n) { free(v); return NULL; }
+    return v;
+}
+
+char **gx_gpu_podenv(gx_gpu_inv *inv, const gx_gpu_mps *mps, const char *uuids, const json_t *devices)
+{
+    if (!inv || !uuids || !*uuids) return NULL;
+    char copy[1024];
+    snprintf(copy, sizeof copy, "%s", uuids);
+    const char *list[256];
+    int ndev = 0;
+    char *save = NULL;
+    for (char *u = strtok_r(copy, ",", &save); u && ndev < 256; u = strtok_r(NULL, ",", &save)) list[ndev++] = u;
+    return podenv(inv, mps, list, ndev, json_limits, devices);
+}
+
+char **gx_gpu_podenv_devs(gx_gpu_inv *inv, const gx_gpu_mps *mps, const gx_engine_dev *devs, int n)
+{
+    if (!inv || n <= 0) return NULL;
+    const char **list = gx_xcalloc((size_t)n, sizeof *list);
+    for (int k = 0; k < n; k++) list[k] = devs[k].uuid;
+    dev_list l = {devs, n};
+    char **v = podenv(inv, mps, list, n, dev_limits, &l);
+    free(list);
     return v;
 }

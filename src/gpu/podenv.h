@@ -11,6 +11,7 @@
 #ifndef GX_GPU_PODENV_H
 #define GX_GPU_PODENV_H
 #include <jansson.h>
+#include "core/engine.h"
 #include "gpu/inventory.h"
 #include "gpu/mps.h"
 
@@ -19,5 +20,9 @@
  * then follow the GPU's replicas). Returns a NULL-terminated array of malloc'd "K=V"
  * strings (free each and the array), or NULL when there is nothing to add. */
 char **gx_gpu_podenv(gx_gpu_inv *inv, const gx_gpu_mps *mps, const char *uuids, const json_t *devices);
+/* The same from the engine's typed answer for the pod (gx_engine_wl_devices(): its
+ * devices in CUDA_VISIBLE_DEVICES order, with their shares). ops/workloads.c should call
+ * this one; the JSON form above goes once it does. */
+char **gx_gpu_podenv_devs(gx_gpu_inv *inv, const gx_gpu_mps *mps, const gx_engine_dev *devs, int n);
 
 #endif

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "gpu/runtime.h"
+#include "lib/alloc.h"
 
 static gx_gpu_rt rt;
 static int started;
@@ -56,14 +57,13 @@ void gx_gpu_rt_stop(FILE *log)
     /* GPUs with workloads keep their MPS daemon: the workloads outlive a gpuaas restart */
     const char *busy[256];
     int nb = 0;
-    json_t *nodes = rt.eng ? gx_engine_nodes(rt.eng) : json_array();
-    size_t a, b;
-    json_t *n, *g;
-    json_array_foreach(nodes, a, n) json_array_foreach(json_object_get(n, "gpus"), b, g)
-        if (json_array_size(json_object_get(g, "workloads")) && nb < 256)
-            busy[nb++] = json_string_value(json_object_get(g, "uuid"));
+    size_t ng = rt.eng ? gx_engine_gpus(rt.eng, NULL, NULL, 0) : 0;
+    gx_engine_gpu *gs = gx_xcalloc(ng, sizeof *gs);
+    if (ng) gx_engine_gpus(rt.eng, NULL, gs, ng);
+    for (size_t k = 0; k < ng && nb < 256; k++)
+        if (gs[k].n_users) busy[nb++] = gs[k].uuid;   /* the engine's strings: valid until it changes */
     gx_gpu_mps_stop(rt.mps, busy, nb, log);
-    json_decref(nodes);
+    free(gs);
     gx_gpu_history_close(rt.hist);
     gx_gpu_inventory_free(rt.inv);
     memset(&rt, 0, sizeof rt);

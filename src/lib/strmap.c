@@ -1,4 +1,7 @@
-/* strmap: open addressing with linear probing; grows at 70 % load (tombstones count). */
+/* strmap: open addressing with linear probing; rehashes at 70 % load, tombstones
+ * counted, into a table sized for the live keys only (so deletes and inserts that
+ * balance out keep the table's size instead of doubling it on every rehash).
+ * Owns: the table and the copied keys. Must not: free values. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +28,8 @@ void gx_strmap_free(gx_strmap *m)
     memset(m, 0, sizeof *m);
 }
 
+/* The key's slot when found (*found = 1); else where to insert it: the first tombstone
+ * on its probe path, or the empty slot that ends the path. */
 static size_t slot(const gx_strmap *m, const char *key, int *found)
 {
     size_t mask = m->cap - 1, i = fnv(key) & mask, first_tomb = SIZE_MAX;
@@ -37,10 +42,12 @@ static size_t slot(const gx_strmap *m, const char *key, int *found)
     }
 }
 
-static void grow(gx_strmap *m)
+/* Rehash into a table where the live keys fill at most a quarter: doubling when they
+ * grew, the same size (or smaller) when tombstones were what filled it. */
+static void rehash(gx_strmap *m)
 {
     gx_strmap old = *m;
-    m->cap = old.cap ? old.cap * 2 : 64;
+    m->cap = 64;
     while (m->cap < 4 * (old.n + 1)) m->cap *= 2;
     m->keys = gx_xcalloc(m->cap, sizeof *m->keys);
     m->vals = gx_xcalloc(m->cap, sizeof *m->vals);
@@ -57,17 +64,26 @@ static void grow(gx_strmap *m)
     free(old.vals);
 }
 
-void *gx_strmap_get(const gx_strmap *m, const char *key)
+int gx_strmap_find(const gx_strmap *m, const char *key, void **val)
 {
-    if (!m->cap) return NULL;
+    *val = NULL;
+    if (!m->cap) return 0;
     int f;
     size_t s = slot(m, key, &f);
-    return f ? m->vals[s] : NULL;
+    if (f) *val = m->vals[s];
+    return f;
+}
+
+void *gx_strmap_get(const gx_strmap *m, const char *key)
+{
+    void *v;
+    gx_strmap_find(m, key, &v);
+    return v;
 }
 
 void gx_strmap_put(gx_strmap *m, const char *key, void *val)
 {
-    if ((m->n + m->tomb + 1) * 10 >= m->cap * 7) grow(m);
+    if ((m->n + m->tomb + 1) * 10 >= m->cap * 7) rehash(m);
     int f;
     size_t s = slot(m, key, &f);
     if (f) { m->vals[s] = val; return; }

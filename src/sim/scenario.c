@@ -493,7 +493,7 @@ int gx_sim_scenario_main(int argc, char **argv)
     }
     if (rc == 0) {
         fprintf(s.out, "{\"summary\": {\"admitted\": %ld, \"preempted\": %ld, \"finished\": %ld, \"pending\": %zu, \"deactivated\": %ld, \"makespan\": ",
-                s.n_admitted, s.n_preempted, s.n_finished, gx_engine_count(s.e, "Pending"), s.n_deactivated);
+                s.n_admitted, s.n_preempted, s.n_finished, gx_engine_count_phase(s.e, GX_PHASE_PENDING), s.n_deactivated);
         put_time(s.out, s.last_t);
         fputs("}}\n", s.out);
     }

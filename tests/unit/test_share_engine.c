@@ -300,3 +300,50 @@ Test(share_engine, default_policy_learns_the_workload_online)
     cr_assert_str_eq(place_second("  placementPolicy: fgd\n", "100"), "GPU-A", "fgd: keeps B whole for the 100 %% pods");
     cr_assert_str_eq(place_second("  placementPolicy: fgd\n", "60"), "GPU-B", "fgd: 60 %% pods could not");
 }
+
+/* The typed devices (gx_engine_wl_devices) say what the placement view says: the
+ * share's cores and memory, the MIG device and its GPU, the replica. */
+Test(share_engine, typed_devices_match_the_view)
+{
+    gx_engine *en = setup();
+    gx_action *acts = NULL;
+    submit_ok(en, rjob("m1", "{cpu: \"1\", nvidia.com/gpu: \"1\"}"), 0);
+    submit_ok(en, rjob("g", "{cpu: \"1\", nvidia.com/mig-3g.40gb: \"1\"}"), 1);
+    pass(en, 10, &acts);
+    free(acts);
+    const char *keys[] = {"a/m1", "a/g"};
+    for (int i = 0; i < 2; i++) {
+        gx_engine_dev d[4];
+        json_t *v = devices_of(en, keys[i]);
+        int n = gx_engine_wl_devices(en, keys[i], 0, d, 4);
+        cr_assert_eq(n, 1, "%s", keys[i]);
+        cr_assert_eq(json_array_size(v), 1);
+        json_t *x = json_array_get(v, 0);
+        cr_assert_eq(d[0].shared, 1);
+        cr_assert_str_eq(d[0].uuid, json_string_value(json_object_get(x, "uuid")));
+        cr_assert_str_eq(d[0].mode, json_string_value(json_object_get(x, "mode")));
+        cr_assert_eq(d[0].cores, json_integer_value(json_object_get(x, "cores")));
+        cr_assert_eq(d[0].mem_mib, json_integer_value(json_object_get(x, "memoryMiB")));
+        cr_assert_eq(d[0].index, json_integer_value(json_object_get(x, "index")));
+        cr_assert_eq(d[0].replica, json_object_get(x, "replica") ? json_integer_value(json_object_get(x, "replica")) : -1);
+        json_decref(v);
+    }
+    gx_engine_dev d[4];
+    gx_engine_wl_devices(en, "a/m1", 0, d, 4);
+    cr_assert_str_eq(d[0].uuid, "GPU-mps");
+    cr_assert_eq(d[0].cores, 50);
+    cr_assert_geq(d[0].replica, 0);
+    cr_assert_eq(d[0].mig, -1);
+    gx_engine_wl_devices(en, "a/g", 0, d, 4);
+    cr_assert_str_eq(d[0].uuid, "MIG-b");
+    cr_assert_str_eq(d[0].gpu_uuid, "GPU-mig");
+    cr_assert_str_eq(d[0].profile, "3g.40gb");
+    cr_assert_eq(d[0].mig, 1);
+    /* the GPU list counts shared holders as users of the physical GPU */
+    gx_engine_gpu g[3];
+    cr_assert_eq(gx_engine_gpus(en, "n1", g, 3), 3);
+    cr_assert_str_eq(g[0].user, "a/m1");
+    cr_assert_str_eq(g[1].user, "a/g");
+    cr_assert_null(g[2].user);
+    gx_engine_free(en);
+}
