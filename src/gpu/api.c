@@ -104,9 +104,10 @@ static int history(const char *uuid, const char *window, int64_t now_ms, json_t 
     int64_t w = gx_gpu_parse_window(window);
     if (w < 0) return gx_errf(err, 400, "window", "window must look like 90s, 15m, 1h, 24h or a number of seconds");
     if (w > (int64_t)GX_GPU_HIST * GX_GPU_SAMPLE_MS) {   /* beyond the ring: minute summaries from SQLite */
+        json_t *minutes = gx_gpu_history_read(r->hist, d->uuid, now_ms - w, err);
+        if (!minutes) return -1;
         *out = json_pack("{s:s,s:I,s:i,s:o}", "uuid", d->uuid, "windowSeconds", (json_int_t)(w / 1000),
-                         "intervalSeconds", GX_GPU_SUMMARY_MS / 1000, "samples",
-                         gx_gpu_history_read(r->hist, d->uuid, now_ms - w));
+                         "intervalSeconds", GX_GPU_SUMMARY_MS / 1000, "samples", minutes);
         return 0;
     }
     json_t *s = json_array();
