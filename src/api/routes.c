@@ -277,7 +277,7 @@ static void gpus(route_ctx *c)
     gx_err e;
     gx_err_clear(&e);
     json_t *out = NULL;
-    if (gx_gpu_api(c->d->eng, c->req->method, (const char *const *)c->seg + 3, c->nseg - 3, c->req->body,
+    if (gx_gpu_api(c->d->gpu, c->d->eng, c->req->method, (const char *const *)c->seg + 3, c->nseg - 3, c->req->body,
                    c->req->body_len, c->user->admin, gx_req_query(c->req, "window"), gx_loop_now(c->d->loop), &out, &e))
         reply_err(c, &e);
     else

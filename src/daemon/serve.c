@@ -95,7 +95,7 @@ static int64_t prepare(gx_loop *l, void *ud)
 {
     gx_daemon *d = ud;
     int64_t sleep = gx_d_tick(d);
-    int64_t gs = gx_gpu_rt_tick(gx_loop_now(l));   /* GPU samples (utilisation history) */
+    int64_t gs = gx_gpu_rt_tick(d->gpu, gx_loop_now(l));   /* GPU samples (utilisation history) */
     if (gs >= 0 && (sleep < 0 || gs < sleep)) sleep = gs;
     gx_http_run(d->http);
     /* the gateway: transfers done resume their requests (answered at once); http_run
@@ -243,8 +243,8 @@ int gx_serve_main(int argc, char **argv)
     /* the GPU layer (src/gpu): NVML or the simulated nodes, with their sharing resolved */
     gx_gpu_config gc = {d.cfg.inventory, d.cfg.nvml_library, d.cfg.nodes, d.cfg.device_plugin,
                         d.cfg.device_plugin_default, d.cfg.mig_parted, d.cfg.mig_default};
-    json_t *inv_nodes = gx_gpu_rt_open(&gc, d.cfg.placement_policy, d.eng, stderr, &e);
-    if (!inv_nodes) goto out;
+    if (!(d.gpu = gx_gpu_rt_open(&gc, d.cfg.placement_policy, d.eng, stderr, &e))) goto out;
+    json_t *inv_nodes = gx_gpu_rt_nodes(d.gpu);
     json_array_foreach(inv_nodes, i, x)
         if (gx_engine_apply(d.eng, x, &e)) {
             gx_err_prefix(&e, "");
@@ -261,7 +261,7 @@ int gx_serve_main(int argc, char **argv)
     char mps_root[PATH_MAX];
     snprintf(mps_root, sizeof mps_root, "%s", d.cfg.mps_root[0] ? d.cfg.mps_root : d.cfg.data_dir);
     if (!d.cfg.mps_root[0]) strncat(mps_root, "/mps", sizeof mps_root - strlen(mps_root) - 1);
-    gx_gpu_rt_start(d.cfg.data_dir, mps_root, stderr);
+    gx_gpu_rt_start(d.gpu, d.cfg.data_dir, mps_root, stderr);
     if (!(d.box = gx_podbox_open(&d.cfg.run, d.cfg.data_dir, d.store, &e))) goto out;
     if (gx_d_recover(&d, &e)) goto out;
     if (!(d.portal = gx_portal_new(&d))) { gx_errf(&e, 500, "", "cannot start the portal"); goto out; }
@@ -318,7 +318,7 @@ cleanup:
     gx_portal_free(d.portal);
     gx_d_free_all(&d);
     gx_podbox_free(d.box);
-    gx_gpu_rt_stop(stderr);
+    gx_gpu_rt_close(d.gpu, stderr);
     gx_engine_free(d.eng);
     gx_auth_free(d.auth);
     gx_store_close(d.store);

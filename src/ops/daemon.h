@@ -74,6 +74,7 @@ typedef struct gx_daemon {
     struct gx_maas *maas;  /* the OpenAI-compatible gateway (src/maas) */
     struct gx_portal *portal;  /* the web UI (src/portal) */
     gx_podbox *box;        /* the pod sandbox (run/podbox.h); its cgroups also in none mode */
+    struct gx_gpu_rt *gpu; /* the GPU layer (gpu/runtime.h), owned; NULL until serve opens it */
 } gx_daemon;
 
 /* workloads.c */

@@ -111,7 +111,7 @@ char *gx_d_metrics(gx_daemon *d)
     json_decref(all);
     header(&o, "gpuaas_http_requests_total", "counter", "HTTP requests served");
     gx_sbuf_printf(&o, "gpuaas_http_requests_total %llu\n", (unsigned long long)d->http_requests);
-    char *gm = gx_gpu_metrics(d->eng);   /* DCGM-exporter names for the GPUs (src/gpu/api.c) */
+    char *gm = gx_gpu_metrics(d->gpu, d->eng);   /* DCGM-exporter names for the GPUs (src/gpu/api.c) */
     gx_sbuf_printf(&o, "%s", gm);
     free(gm);
     if (d->maas) return gx_maas_metrics(d->maas, o.p);
