@@ -28,7 +28,7 @@ done
 
 # The layer picture of docs/development.md: what each folder may include besides itself.
 declare -A may=(
-  [lib]="" [net]="lib" [core]="lib" [store]="lib" [gpu]="lib core" [auth]="lib store"
+  [lib]="" [net]="lib" [core]="lib" [store]="lib" [gpu]="lib core store" [auth]="lib store"
   [run]="lib core store gpu net" [config]="lib core gpu run"
   [ops]="lib net core store gpu run auth config"
   [api]="lib net core store auth ops" [maas]="lib net core store auth ops"

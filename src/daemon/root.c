@@ -116,7 +116,7 @@ int64_t gx_root_prepare(gx_loop *l, void *ud)
     gx_root *r = ud;
     gx_daemon *d = &r->d;
     int64_t sleep = gx_d_tick(d);
-    int64_t gs = gx_gpu_rt_tick(gx_loop_now(l));   /* GPU samples (utilisation history) */
+    int64_t gs = gx_gpu_rt_tick(d->gpu, gx_loop_now(l));   /* GPU samples (utilisation history) */
     if (gs >= 0 && (sleep < 0 || gs < sleep)) sleep = gs;
     gx_http_run(d->http);
     /* the gateway: transfers done resume their requests (answered at once); http_run

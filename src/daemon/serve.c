@@ -210,8 +210,8 @@ int gx_serve_main(int argc, char **argv)
     /* the GPU layer (src/gpu): NVML or the simulated nodes, with their sharing resolved */
     gx_gpu_config gc = {d->cfg.inventory, d->cfg.nvml_library, d->cfg.nodes, d->cfg.device_plugin,
                         d->cfg.device_plugin_default, d->cfg.mig_parted, d->cfg.mig_default};
-    json_t *inv_nodes = gx_gpu_rt_open(&gc, d->cfg.placement_policy, d->eng, stderr, &e);
-    if (!inv_nodes) goto out;
+    if (!(d->gpu = gx_gpu_rt_open(&gc, d->cfg.placement_policy, d->eng, stderr, &e))) goto out;
+    json_t *inv_nodes = gx_gpu_rt_nodes(d->gpu);
     json_array_foreach(inv_nodes, i, x)
         if (gx_engine_apply(d->eng, x, &e)) {
             gx_err_prefix(&e, "");
@@ -228,7 +228,7 @@ int gx_serve_main(int argc, char **argv)
     char mps_root[PATH_MAX];
     snprintf(mps_root, sizeof mps_root, "%s", d->cfg.mps_root[0] ? d->cfg.mps_root : d->cfg.data_dir);
     if (!d->cfg.mps_root[0]) strncat(mps_root, "/mps", sizeof mps_root - strlen(mps_root) - 1);
-    gx_gpu_rt_start(d->cfg.data_dir, mps_root, stderr);
+    gx_gpu_rt_start(d->gpu, d->cfg.data_dir, mps_root, stderr);
     if (!(d->box = gx_podbox_open(&d->cfg.run, d->cfg.data_dir, d->store, &e))) goto out;
     if (gx_d_recover(d, &e)) goto out;
 
@@ -281,7 +281,7 @@ cleanup:
     if (sfd >= 0) close(sfd);
     gx_d_free_all(d);
     gx_podbox_free(d->box);
-    gx_gpu_rt_stop(stderr);
+    gx_gpu_rt_close(d->gpu, stderr);
     gx_engine_free(d->eng);
     gx_auth_free(d->auth);
     gx_store_close(d->store);

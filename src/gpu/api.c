@@ -1,6 +1,6 @@
 /* gpu/api: /api/v1/gpus views, MIG apply and DCGM-style metrics (see api.h).
  * Owns: merging the engine's view of who holds what with the inventory's live figures.
- * Must not: hold state; everything comes from the engine and gpu/runtime. */
+ * Must not: hold state; everything comes from the engine and the runtime handed in. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -84,9 +84,8 @@ static json_t *item(gx_gpu_rt *r, const json_t *node, const json_t *g)
     return x;
 }
 
-static json_t *items(gx_engine *eng)
+static json_t *items(gx_gpu_rt *r, gx_engine *eng)
 {
-    gx_gpu_rt *r = gx_gpu_rt_get();
     json_t *nodes = gx_engine_nodes(eng), *out = json_array();
     if (r) gx_gpu_inventory_refresh(r->inv, nodes);
     size_t i, k;
@@ -97,17 +96,17 @@ static json_t *items(gx_engine *eng)
     return out;
 }
 
-static int history(const char *uuid, const char *window, int64_t now_ms, json_t **out, gx_err *err)
+static int history(gx_gpu_rt *r, const char *uuid, const char *window, int64_t now_ms, json_t **out, gx_err *err)
 {
-    gx_gpu_rt *r = gx_gpu_rt_get();
     gx_gpu_dev *d = r ? gx_gpu_inventory_find(r->inv, uuid) : NULL;
     if (!d) return gx_errf(err, 404, "", "no GPU %s", uuid);
     int64_t w = gx_gpu_parse_window(window);
     if (w < 0) return gx_errf(err, 400, "window", "window must look like 90s, 15m, 1h, 24h or a number of seconds");
     if (w > (int64_t)GX_GPU_HIST * GX_GPU_SAMPLE_MS) {   /* beyond the ring: minute summaries from SQLite */
+        json_t *minutes = gx_gpu_history_read(r->hist, d->uuid, now_ms - w, err);
+        if (!minutes) return -1;
         *out = json_pack("{s:s,s:I,s:i,s:o}", "uuid", d->uuid, "windowSeconds", (json_int_t)(w / 1000),
-                         "intervalSeconds", GX_GPU_SUMMARY_MS / 1000, "samples",
-                         gx_gpu_history_read(r->hist, d->uuid, now_ms - w));
+                         "intervalSeconds", GX_GPU_SUMMARY_MS / 1000, "samples", minutes);
         return 0;
     }
     json_t *s = json_array();
@@ -130,9 +129,8 @@ static int history(const char *uuid, const char *window, int64_t now_ms, json_t 
 }
 
 /* POST /api/v1/gpus/mig: only when no workload holds a GPU of the node. */
-static int mig_apply(gx_engine *eng, const char *body, size_t len, json_t **out, gx_err *err)
+static int mig_apply(gx_gpu_rt *r, gx_engine *eng, const char *body, size_t len, json_t **out, gx_err *err)
 {
-    gx_gpu_rt *r = gx_gpu_rt_get();
     if (!r) return gx_errf(err, 503, "", "the GPU inventory is not running");
     json_error_t je;
     json_t *b = json_loadb(body ? body : "", len, JSON_REJECT_DUPLICATES, &je);
@@ -170,23 +168,23 @@ static int mig_apply(gx_engine *eng, const char *body, size_t len, json_t **out,
     return rc;
 }
 
-int gx_gpu_api(gx_engine *eng, const char *method, const char *const *segs, int n, const char *body,
+int gx_gpu_api(gx_gpu_rt *rt, gx_engine *eng, const char *method, const char *const *segs, int n, const char *body,
                size_t body_len, int admin, const char *window, int64_t now_ms, json_t **out, gx_err *err)
 {
     *out = NULL;
     if (n == 0) {
         if (strcmp(method, "GET")) return gx_errf(err, 405, "", "%s is not allowed on /api/v1/gpus", method);
-        *out = json_pack("{s:o}", "items", items(eng));
+        *out = json_pack("{s:o}", "items", items(rt, eng));
         return 0;
     }
     if (n == 1 && !strcmp(segs[0], "mig")) {
         if (strcmp(method, "POST")) return gx_errf(err, 405, "", "%s is not allowed on /api/v1/gpus/mig (POST)", method);
         if (!admin) return gx_errf(err, 403, "", "only an admin may change MIG layouts");
-        return mig_apply(eng, body, body_len, out, err);
+        return mig_apply(rt, eng, body, body_len, out, err);
     }
     if (n == 2 && !strcmp(segs[1], "utilization")) {
         if (strcmp(method, "GET")) return gx_errf(err, 405, "", "%s is not allowed here", method);
-        return history(segs[0], window, now_ms, out, err);
+        return history(rt, segs[0], window, now_ms, out, err);
     }
     return gx_errf(err, 404, "", "no such path under /api/v1/gpus");
 }
@@ -250,11 +248,10 @@ static void header(gx_sbuf *o, const char *name, const char *type, const char *h
     gx_sbuf_printf(o, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
 }
 
-char *gx_gpu_metrics(gx_engine *eng)
+char *gx_gpu_metrics(gx_gpu_rt *r, gx_engine *eng)
 {
     gx_sbuf o = {0};
     gx_sbuf_printf(&o, "%s", "");   /* "" when there is nothing to say */
-    gx_gpu_rt *r = gx_gpu_rt_get();
     if (!r || !r->inv->n_devs) return o.p;
     json_t *nodes = gx_engine_nodes(eng);
     gx_gpu_inv *inv = r->inv;

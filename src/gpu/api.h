@@ -18,13 +18,16 @@
 #include "core/engine.h"
 #include "lib/err.h"
 
-/* segs: the path segments after /api/v1/gpus (n may be 0). Returns 0 with *out (the
+struct gx_gpu_rt;
+
+/* rt: the daemon's GPU runtime (gpu/runtime.h), NULL when it has none.
+ * segs: the path segments after /api/v1/gpus (n may be 0). Returns 0 with *out (the
  * answer, status 200), or -1 with err (status in err->status). */
-int gx_gpu_api(gx_engine *eng, const char *method, const char *const *segs, int n, const char *body,
+int gx_gpu_api(struct gx_gpu_rt *rt, gx_engine *eng, const char *method, const char *const *segs, int n, const char *body,
                size_t body_len, int admin, const char *window, int64_t now_ms, json_t **out, gx_err *err);
 
 /* The GPU metrics as Prometheus text (malloc'd; "" when there are no GPUs). */
-char *gx_gpu_metrics(gx_engine *eng);
+char *gx_gpu_metrics(struct gx_gpu_rt *rt, gx_engine *eng);
 
 /* "15m", "1h", "90s", "3600" (seconds) -> ms; -1 when malformed. */
 int64_t gx_gpu_parse_window(const char *s);

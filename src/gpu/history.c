@@ -1,40 +1,33 @@
-/* gpu/history: minute summaries of GPU samples in DATA/gpu-history.db (see history.h).
- * Owns: the schema (table gpu_minute) and its statements. Must not: hold the samples
- * themselves (the inventory's rings do). */
+/* gpu/history: minute summaries of GPU samples (see history.h).
+ * Owns: summarising the inventory's rings into minutes, and which minutes are due.
+ * Must not: hold SQL (store/gpu_history.c does) or the samples themselves (the
+ * inventory's rings do). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sqlite3.h>
 #include "gpu/history.h"
+#include "lib/alloc.h"
+#include "store/gpu_history.h"
 
 struct gx_gpu_history {
-    sqlite3 *db;
+    gx_store_gpu_history *st;
     int64_t done_ms;          /* minutes before this are summarised */
     int warned;
 };
 
 gx_gpu_history *gx_gpu_history_open(const char *path, gx_err *err)
 {
-    gx_gpu_history *h = calloc(1, sizeof *h);
-    if (!h) abort();
-    if (sqlite3_open_v2(path, &h->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK ||
-        sqlite3_exec(h->db,
-                     "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"
-                     "CREATE TABLE IF NOT EXISTS gpu_minute(uuid TEXT NOT NULL, t_ms INTEGER NOT NULL,"
-                     " util_mean REAL, util_max INTEGER, mem_used_mib INTEGER, samples INTEGER NOT NULL,"
-                     " PRIMARY KEY(uuid, t_ms)) WITHOUT ROWID;",
-                     NULL, NULL, NULL) != SQLITE_OK) {
-        gx_errf(err, 500, "", "cannot open %s: %s", path, h->db ? sqlite3_errmsg(h->db) : "out of memory");
-        gx_gpu_history_close(h);
-        return NULL;
-    }
+    gx_store_gpu_history *st = gx_store_gpu_history_open(path, err);
+    if (!st) return NULL;
+    gx_gpu_history *h = gx_xcalloc(1, sizeof *h);
+    h->st = st;
     return h;
 }
 
 void gx_gpu_history_close(gx_gpu_history *h)
 {
     if (!h) return;
-    sqlite3_close(h->db);
+    gx_store_gpu_history_close(h->st);
     free(h);
 }
 
@@ -66,64 +59,30 @@ int gx_gpu_history_flush(gx_gpu_history *h, const gx_gpu_inv *inv, int64_t now_m
     if (!h->done_ms) h->done_ms = upto - GX_GPU_SUMMARY_MS;
     if (upto <= h->done_ms) return 0;
     if (upto - h->done_ms > 3600 * 1000LL) h->done_ms = upto - 3600 * 1000LL;   /* the ring's hour */
-    sqlite3_stmt *ins = NULL, *del = NULL;
-    int rows = 0, rc = sqlite3_exec(h->db, "BEGIN", NULL, NULL, NULL);
-    if (rc == SQLITE_OK)
-        rc = sqlite3_prepare_v2(h->db, "INSERT OR REPLACE INTO gpu_minute VALUES (?,?,?,?,?,?)", -1, &ins, NULL);
-    for (int64_t t = h->done_ms; rc == SQLITE_OK && t < upto; t += GX_GPU_SUMMARY_MS)
-        for (int i = 0; rc == SQLITE_OK && i < inv->n_devs; i++) {
-            double mean;
-            int max;
-            int64_t mem;
-            int n = summarise(&inv->devs[i], t, t + GX_GPU_SUMMARY_MS, &mean, &max, &mem);
-            if (!n) continue;
-            sqlite3_bind_text(ins, 1, inv->devs[i].uuid, -1, SQLITE_STATIC);
-            sqlite3_bind_int64(ins, 2, t);
-            if (mean >= 0) sqlite3_bind_double(ins, 3, mean);
-            else sqlite3_bind_null(ins, 3);
-            if (max >= 0) sqlite3_bind_int(ins, 4, max);
-            else sqlite3_bind_null(ins, 4);
-            sqlite3_bind_int64(ins, 5, mem);
-            sqlite3_bind_int(ins, 6, n);
-            rc = sqlite3_step(ins) == SQLITE_DONE ? SQLITE_OK : SQLITE_ERROR;
-            sqlite3_reset(ins);
-            rows += rc == SQLITE_OK;
+    gx_store_gpu_minute *rows = NULL;
+    size_t n = 0, cap = 0;
+    for (int64_t t = h->done_ms; t < upto; t += GX_GPU_SUMMARY_MS)
+        for (int i = 0; i < inv->n_devs; i++) {
+            gx_store_gpu_minute m = {.uuid = inv->devs[i].uuid, .t_ms = t};
+            m.samples = summarise(&inv->devs[i], t, t + GX_GPU_SUMMARY_MS, &m.util_mean, &m.util_max, &m.mem_used_mib);
+            if (!m.samples) continue;
+            rows = gx_xgrow(rows, &cap, n + 1, sizeof *rows);
+            rows[n++] = m;
         }
-    if (rc == SQLITE_OK) rc = sqlite3_prepare_v2(h->db, "DELETE FROM gpu_minute WHERE t_ms < ?", -1, &del, NULL);
-    if (rc == SQLITE_OK) {
-        sqlite3_bind_int64(del, 1, now_ms - GX_GPU_KEEP_MS);
-        rc = sqlite3_step(del) == SQLITE_DONE ? SQLITE_OK : SQLITE_ERROR;
-    }
-    sqlite3_finalize(ins);
-    sqlite3_finalize(del);
-    if (rc == SQLITE_OK) rc = sqlite3_exec(h->db, "COMMIT", NULL, NULL, NULL);
-    if (rc != SQLITE_OK) {
-        if (!h->warned++) fprintf(stderr, "gpuaas: GPU history not written: %s\n", sqlite3_errmsg(h->db));
-        sqlite3_exec(h->db, "ROLLBACK", NULL, NULL, NULL);
+    gx_err e;
+    gx_err_clear(&e);
+    int rc = gx_store_gpu_history_put(h->st, rows, n, now_ms - GX_GPU_KEEP_MS, &e);
+    free(rows);
+    if (rc) {
+        if (!h->warned++) fprintf(stderr, "gpuaas: GPU history not written: %s\n", e.msg);
         return -1;
     }
     h->done_ms = upto;
-    return rows;
+    return (int)n;
 }
 
-json_t *gx_gpu_history_read(gx_gpu_history *h, const char *uuid, int64_t since_ms)
+json_t *gx_gpu_history_read(gx_gpu_history *h, const char *uuid, int64_t since_ms, gx_err *err)
 {
-    json_t *a = json_array();
-    sqlite3_stmt *q = NULL;
-    if (!h || sqlite3_prepare_v2(h->db, "SELECT t_ms, util_mean, util_max, mem_used_mib FROM gpu_minute"
-                                        " WHERE uuid = ? AND t_ms >= ? ORDER BY t_ms", -1, &q, NULL) != SQLITE_OK)
-        return a;
-    sqlite3_bind_text(q, 1, uuid, -1, SQLITE_STATIC);
-    sqlite3_bind_int64(q, 2, since_ms);
-    while (sqlite3_step(q) == SQLITE_ROW) {
-        json_t *r = json_pack("{s:I,s:I}", "t", (json_int_t)sqlite3_column_int64(q, 0), "memoryUsedMiB",
-                              (json_int_t)sqlite3_column_int64(q, 3));
-        json_object_set_new(r, "utilization", sqlite3_column_type(q, 1) == SQLITE_NULL ? json_null()
-                                                                                       : json_real(sqlite3_column_double(q, 1)));
-        json_object_set_new(r, "max", sqlite3_column_type(q, 2) == SQLITE_NULL ? json_null()
-                                                                               : json_integer(sqlite3_column_int(q, 2)));
-        json_array_append_new(a, r);
-    }
-    sqlite3_finalize(q);
-    return a;
+    if (!h) return json_array();   /* kept in memory only: no minutes beyond the ring */
+    return gx_store_gpu_history_read(h->st, uuid, since_ms, err);
 }

@@ -1,10 +1,9 @@
 /* gpu/runtime: the GPU layer of one running `gpuaas serve`: inventory, MPS daemons and
- * sampling, started and stopped by serve.c (ops/workloads.c asks gpu/podenv for each
- * pod's device environment through gx_gpu_rt_get()).
- *
- * One daemon per process, one thread: the runtime is a process-wide singleton that
- * routes.c and metrics.c reach through gx_gpu_rt_get() (NULL until started), so the
- * daemon struct in ops/daemon.h does not have to know about GPUs.
+ * sampling, opened and closed by serve.c, which keeps the handle in the daemon
+ * (gx_daemon.gpu); ops/workloads.c asks gpu/podenv for each pod's device environment
+ * through it, and routes.c and metrics.c hand it to gpu/api.c.
+ * A handle, not a process-wide instance: each caller says which runtime it means, and
+ * a test can run two daemons' GPU layers side by side.
  * Owns: the order of start (inventory -> Nodes for the engine -> MPS) and
  * stop (MPS daemons of idle GPUs quit). Must not: answer HTTP (gpu/api.c does). */
 #ifndef GX_GPU_RUNTIME_H
@@ -28,16 +27,16 @@ typedef struct gx_gpu_rt {
     int64_t next_sample_ms;
 } gx_gpu_rt;
 
-gx_gpu_rt *gx_gpu_rt_get(void);
-
-/* Build the inventory and return the Node manifests to apply to the engine (new
- * reference); say on `log` where the GPUs come from (and why NVML was not used). */
-json_t *gx_gpu_rt_open(const gx_gpu_config *cfg, const char *policy, gx_engine *eng, FILE *log, gx_err *err);
+/* Build the inventory (the caller owns the handle: gx_gpu_rt_close); say on `log` where
+ * the GPUs come from (and why NVML was not used). NULL with err. */
+gx_gpu_rt *gx_gpu_rt_open(const gx_gpu_config *cfg, const char *policy, gx_engine *eng, FILE *log, gx_err *err);
+/* The Node manifests to apply to the engine (new reference). */
+json_t *gx_gpu_rt_nodes(gx_gpu_rt *rt);
 /* Open the history (DATA/gpu-history.db) and start the MPS daemons (under mps_root). */
-void gx_gpu_rt_start(const char *data_dir, const char *mps_root, FILE *log);
-/* Sample when due; returns ms until the next sample. */
-int64_t gx_gpu_rt_tick(int64_t now_ms);
-/* Quit the MPS daemons of GPUs without workloads, free everything. */
-void gx_gpu_rt_stop(FILE *log);
+void gx_gpu_rt_start(gx_gpu_rt *rt, const char *data_dir, const char *mps_root, FILE *log);
+/* Sample when due; returns ms until the next sample (-1 when rt is NULL). */
+int64_t gx_gpu_rt_tick(gx_gpu_rt *rt, int64_t now_ms);
+/* Quit the MPS daemons of GPUs without workloads, free everything (NULL: nothing). */
+void gx_gpu_rt_close(gx_gpu_rt *rt, FILE *log);
 
 #endif

@@ -230,7 +230,7 @@ static int adopt(gx_maas *m, gx_maas_model *md, gx_maas_replica *r, const json_t
     int port;
     unsigned long long h;
     record_key(r, k, sizeof k);
-    if (gx_store_meta_get(m->store, k, rec, sizeof rec) || sscanf(rec, "%39s %d %llx", c, &port, &h) != 3) return 0;
+    if (gx_store_meta_get(m->store, k, rec, sizeof rec, NULL) || sscanf(rec, "%39s %d %llx", c, &port, &h) != 3) return 0;
     if (strcmp(c, created) || h != spec_hash(md->spec) || port <= 0 || port > 65535) return 0;
     r->port = port;
     snprintf(r->url, sizeof r->url, "http://127.0.0.1:%d", port);

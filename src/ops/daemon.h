@@ -80,6 +80,7 @@ typedef struct gx_daemon {
     gx_hooks hooks[4];     /* the front doors' subscriptions (user deleted, /metrics) */
     int nhooks;
     gx_podbox *box;        /* the pod sandbox (run/podbox.h); its cgroups also in none mode */
+    struct gx_gpu_rt *gpu; /* the GPU layer (gpu/runtime.h), owned; NULL until serve opens it */
 } gx_daemon;
 
 /* workloads.c */

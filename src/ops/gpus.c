@@ -7,5 +7,5 @@
 int gx_d_gpus(gx_daemon *d, const char *method, const char *const *segs, int n, const char *body, size_t body_len,
               int admin, const char *window, json_t **out, gx_err *err)
 {
-    return gx_gpu_api(d->eng, method, segs, n, body, body_len, admin, window, gx_loop_now(d->loop), out, err);
+    return gx_gpu_api(d->gpu, d->eng, method, segs, n, body, body_len, admin, window, gx_loop_now(d->loop), out, err);
 }

@@ -111,7 +111,7 @@ char *gx_d_metrics(gx_daemon *d)
     json_decref(all);
     header(&o, "gpuaas_http_requests_total", "counter", "HTTP requests served");
     gx_sbuf_printf(&o, "gpuaas_http_requests_total %llu\n", (unsigned long long)(d->mux ? d->mux->requests : 0));
-    char *gm = gx_gpu_metrics(d->eng);   /* DCGM-exporter names for the GPUs (src/gpu/api.c) */
+    char *gm = gx_gpu_metrics(d->gpu, d->eng);   /* DCGM-exporter names for the GPUs (src/gpu/api.c) */
     gx_sbuf_printf(&o, "%s", gm);
     free(gm);
     char *text = o.p;

@@ -29,9 +29,8 @@ void gx_d_pod_release(gx_daemon *d, gx_pod *p)
 /* The device nodes a sandboxed pod gets for `devices` ("uuid,uuid"), and the MPS pipe
  * directory it must reach when it is an MPS client (as gpu/podenv decides: one device
  * whose GPU has a running MPS daemon). Without the GPU runtime there are none. */
-static size_t pod_devsel(const char *devices, gx_devsel *out, size_t max, const char **mps_pipe)
+static size_t pod_devsel(gx_gpu_rt *rt, const char *devices, gx_devsel *out, size_t max, const char **mps_pipe)
 {
-    gx_gpu_rt *rt = gx_gpu_rt_get();
     *mps_pipe = NULL;
     if (!rt || !*devices) return 0;
     size_t n = 0;
@@ -61,7 +60,7 @@ int gx_d_pod_box(gx_daemon *d, gx_wl *w, int index, const char *devices, char **
 {
     gx_devsel sel[16];
     const char *mps_pipe;
-    size_t nsel = pod_devsel(devices, sel, 16, &mps_pipe);
+    size_t nsel = pod_devsel(d->gpu, devices, sel, 16, &mps_pipe);
     gx_podbox_pod bp = {w->ns, w->name, w->gen, index, &w->ps, sel, nsel, mps_pipe, argv, gx_loop_now(d->loop)};
     return gx_podbox_prepare(d->box, &bp, br, err);
 }

@@ -247,7 +247,7 @@ static void fail_job(gx_daemon *d, gx_wl *w, const char *why)
  * cannot raise its limits by setting them again. */
 static char **pod_gpu_env(gx_daemon *d, const gx_wl *w, int slot, const char *devices)
 {
-    gx_gpu_rt *rt = gx_gpu_rt_get();
+    gx_gpu_rt *rt = d->gpu;
     if (!rt || !*devices) return NULL;
     json_t *view = gx_engine_workload(d->eng, w->key, gx_loop_now(d->loop));
     json_t *devs = json_array();
@@ -387,7 +387,7 @@ static int device_busy(gx_daemon *d, const gx_wl *self, const char *uuid, int ad
 {
     int stopping = 0, live = 0;
     int64_t live_mem = 0;
-    gx_gpu_rt *rt = gx_gpu_rt_get();
+    gx_gpu_rt *rt = d->gpu;
     int mig = -1;
     gx_gpu_dev *g = rt ? gx_gpu_inventory_owner(rt->inv, uuid, &mig) : NULL;
     int64_t whole = g ? (mig >= 0 ? g->mig[mig].mem_mib : g->mem_mib) : 0;

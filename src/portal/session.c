@@ -113,7 +113,12 @@ void gx_portal_sessions_load(gx_portal *p, int64_t now)
     gx_err_clear(&e);
     char hex[2 * sizeof p->key + 1];
     size_t got = 0;
-    if (gx_store_meta_get(st, KEY_META, hex, sizeof hex) == 0) {
+    int got_key = gx_store_meta_get(st, KEY_META, hex, sizeof hex, &e);
+    if (got_key < 0) {   /* unreadable is not absent: a fresh key would sign everyone out */
+        fprintf(stderr, "gpuaas: portal: sessions are kept in memory only: %s\n", e.msg);
+        return;
+    }
+    if (got_key == 0) {
         if (sodium_hex2bin(p->key, sizeof p->key, hex, strlen(hex), NULL, &got, NULL) || got != sizeof p->key) {
             fprintf(stderr, "gpuaas: portal: meta %s is damaged; sessions are kept in memory only\n", KEY_META);
             randombytes_buf(p->key, sizeof p->key);

@@ -27,11 +27,5 @@ json_t *gx_store_identities(gx_store *s, gx_err *err)
         const char *ns = (const char *)sqlite3_column_text(st, 0);
         if (ns) json_object_set_new(out, ns, json_integer(sqlite3_column_int64(st, 1)));
     }
-    sqlite3_finalize(st);
-    if (rc != SQLITE_DONE) { /* BUSY or IOERR mid-way is an error, never a short list */
-        json_decref(out);
-        gx_store_sqlerr(s, err, "reading ns_identities");
-        return NULL;
-    }
-    return out;
+    return gx_store_read_end(s, st, rc, out, "ns_identities", err);
 }

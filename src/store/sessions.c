@@ -64,7 +64,6 @@ int gx_store_sessions_load(gx_store *s, int64_t now_ms, size_t max, void (*fn)(v
         memset(&ss, 0, sizeof ss);
         n++;
     }
-    sqlite3_finalize(st);
-    if (rc != SQLITE_DONE) return gx_store_sqlerr(s, err, "reading portal_sessions");
-    return n;
+    /* rows handed to fn before a failure stay the caller's: it hears -1 */
+    return gx_store_step_end(s, st, rc, "portal_sessions", err) ? -1 : n;
 }

@@ -104,6 +104,29 @@ int gx_store_sqlerr(gx_store *s, gx_err *err, const char *what)
     return gx_errf(err, 500, "", "store: %s: %s", what, sqlite3_errmsg(s->db));
 }
 
+/* The message is taken before st is finalized: finalize may reset it. */
+int gx_store_step_end(gx_store *s, sqlite3_stmt *st, int rc, const char *table, gx_err *err)
+{
+    if (rc != SQLITE_DONE) {
+        char what[96];
+        snprintf(what, sizeof what, "reading %s", table);
+        gx_store_sqlerr(s, err, what);
+        sqlite3_finalize(st);
+        return -1;
+    }
+    sqlite3_finalize(st);
+    return 0;
+}
+
+json_t *gx_store_read_end(gx_store *s, sqlite3_stmt *st, int rc, json_t *out, const char *table, gx_err *err)
+{
+    if (gx_store_step_end(s, st, rc, table, err)) {
+        json_decref(out);
+        return NULL;
+    }
+    return out;
+}
+
 static int exec(gx_store *s, const char *sql, gx_err *err)
 {
     char *msg = NULL;
@@ -120,7 +143,7 @@ int gx_store_schema_version(gx_store *s)
     sqlite3_stmt *st;
     int v = -1;
     if (sqlite3_prepare_v2(s->db, "PRAGMA user_version", -1, &st, NULL) == SQLITE_OK) {
-        if (sqlite3_step(st) == SQLITE_ROW) v = sqlite3_column_int(st, 0);
+        if (sqlite3_step(st) == SQLITE_ROW) v = sqlite3_column_int(st, 0);   /* DONE or an error: -1 */
         sqlite3_finalize(st);
     }
     return v;
@@ -266,12 +289,12 @@ json_t *gx_store_objects(gx_store *s, gx_err *err)
     if (sqlite3_prepare_v2(s->db, "SELECT kind, namespace, name, manifest FROM objects ORDER BY seq",
                            -1, &st, NULL) != SQLITE_OK) { gx_store_sqlerr(s, err, "prepare"); return NULL; }
     json_t *out = json_array();
-    while (sqlite3_step(st) == SQLITE_ROW)
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW)
         json_array_append_new(out, json_pack("{s:s,s:s,s:s,s:o}",
             "kind", sqlite3_column_text(st, 0), "namespace", sqlite3_column_text(st, 1),
             "name", sqlite3_column_text(st, 2), "manifest", load_col(st, 3)));
-    sqlite3_finalize(st);
-    return out;
+    return gx_store_read_end(s, st, rc, out, "objects", err);
 }
 
 int gx_store_put_workload(gx_store *s, const char *ns, const char *name, const json_t *manifest,
@@ -313,12 +336,12 @@ json_t *gx_store_workloads(gx_store *s, gx_err *err)
     if (sqlite3_prepare_v2(s->db, "SELECT namespace, name, manifest, status, run FROM workloads ORDER BY seq",
                            -1, &st, NULL) != SQLITE_OK) { gx_store_sqlerr(s, err, "prepare"); return NULL; }
     json_t *out = json_array();
-    while (sqlite3_step(st) == SQLITE_ROW)
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW)
         json_array_append_new(out, json_pack("{s:s,s:s,s:o,s:o,s:o}",
             "namespace", sqlite3_column_text(st, 0), "name", sqlite3_column_text(st, 1),
             "manifest", load_col(st, 2), "status", load_col(st, 3), "run", load_col(st, 4)));
-    sqlite3_finalize(st);
-    return out;
+    return gx_store_read_end(s, st, rc, out, "workloads", err);
 }
 
 int gx_store_put_user(gx_store *s, const char *name, int admin, const json_t *namespaces,
@@ -344,12 +367,12 @@ json_t *gx_store_users(gx_store *s, gx_err *err)
     if (sqlite3_prepare_v2(s->db, "SELECT name, admin, namespaces, created_ms FROM users ORDER BY name",
                            -1, &st, NULL) != SQLITE_OK) { gx_store_sqlerr(s, err, "prepare"); return NULL; }
     json_t *out = json_array();
-    while (sqlite3_step(st) == SQLITE_ROW)
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW)
         json_array_append_new(out, json_pack("{s:s,s:b,s:o,s:I}",
             "name", sqlite3_column_text(st, 0), "admin", sqlite3_column_int(st, 1),
             "namespaces", load_col(st, 2), "createdMs", (json_int_t)sqlite3_column_int64(st, 3)));
-    sqlite3_finalize(st);
-    return out;
+    return gx_store_read_end(s, st, rc, out, "users", err);
 }
 
 int gx_store_put_token(gx_store *s, const char *id, const char *user, const unsigned char *hash,
@@ -372,7 +395,8 @@ json_t *gx_store_tokens(gx_store *s, gx_err *err)
         return NULL;
     }
     json_t *out = json_array();
-    while (sqlite3_step(st) == SQLITE_ROW) {
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
         const unsigned char *h = sqlite3_column_blob(st, 2);
         int n = sqlite3_column_bytes(st, 2);
         char hex[129] = "";
@@ -380,22 +404,29 @@ json_t *gx_store_tokens(gx_store *s, gx_err *err)
         json_array_append_new(out, json_pack("{s:s,s:s,s:s}", "id", sqlite3_column_text(st, 0),
                                              "user", sqlite3_column_text(st, 1), "hash", hex));
     }
-    sqlite3_finalize(st);
-    return out;
+    return gx_store_read_end(s, st, rc, out, "tokens", err);
 }
 
-int gx_store_meta_get(gx_store *s, const char *key, char *out, size_t n)
+/* Three answers, not two: a caller that took an error for "absent" would write a fresh
+ * value over the one it could not read (the portal's session key, say). */
+int gx_store_meta_get(gx_store *s, const char *key, char *out, size_t n, gx_err *err)
 {
     sqlite3_stmt *st;
-    int rc = -1;
-    if (sqlite3_prepare_v2(s->db, "SELECT value FROM meta WHERE key = ?1", -1, &st, NULL) != SQLITE_OK) return -1;
+    if (sqlite3_prepare_v2(s->db, "SELECT value FROM meta WHERE key = ?1", -1, &st, NULL) != SQLITE_OK)
+        return gx_store_sqlerr(s, err, "reading meta");
     sqlite3_bind_text(st, 1, key, -1, SQLITE_TRANSIENT);
-    if (sqlite3_step(st) == SQLITE_ROW) {
-        snprintf(out, n, "%s", (const char *)sqlite3_column_text(st, 0));
-        rc = 0;
+    int rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW) {
+        const char *v = (const char *)sqlite3_column_text(st, 0);
+        if (!v) {   /* a NOT NULL column: SQLite ran out of memory */
+            sqlite3_finalize(st);
+            return gx_errf(err, 500, "", "store: reading meta %s: out of memory", key);
+        }
+        snprintf(out, n, "%s", v);
+        sqlite3_finalize(st);
+        return 0;
     }
-    sqlite3_finalize(st);
-    return rc;
+    return gx_store_step_end(s, st, rc, "meta", err) ? -1 : 1;
 }
 
 int gx_store_meta_put(gx_store *s, const char *key, const char *value, gx_err *err)
@@ -437,7 +468,8 @@ json_t *gx_store_api_keys(gx_store *s, int64_t now_ms, int64_t ended_keep, gx_er
     sqlite3_bind_int64(st, 1, now_ms);
     sqlite3_bind_int64(st, 2, ended_keep);
     json_t *out = json_array();
-    while (sqlite3_step(st) == SQLITE_ROW) {
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
         const unsigned char *h = sqlite3_column_blob(st, 5);
         int n = sqlite3_column_bytes(st, 5);
         char hex[129] = "";
@@ -448,8 +480,7 @@ json_t *gx_store_api_keys(gx_store *s, int64_t now_ms, int64_t ended_keep, gx_er
             "createdMs", (json_int_t)sqlite3_column_int64(st, 6), "expiresMs", (json_int_t)sqlite3_column_int64(st, 7),
             "revokedMs", (json_int_t)sqlite3_column_int64(st, 8)));
     }
-    sqlite3_finalize(st);
-    return out;
+    return gx_store_read_end(s, st, rc, out, "api_keys", err);
 }
 
 /* ---- portal: passwords, user updates ---------------------------------------------- */
@@ -469,11 +500,11 @@ json_t *gx_store_passwords(gx_store *s, gx_err *err)
         return NULL;
     }
     json_t *out = json_array();
-    while (sqlite3_step(st) == SQLITE_ROW)
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW)
         json_array_append_new(out, json_pack("{s:s,s:s}", "user", sqlite3_column_text(st, 0),
                                              "hash", sqlite3_column_text(st, 1)));
-    sqlite3_finalize(st);
-    return out;
+    return gx_store_read_end(s, st, rc, out, "passwords", err);
 }
 
 int gx_store_update_user(gx_store *s, const char *name, int admin, const json_t *namespaces, gx_err *err)

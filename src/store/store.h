@@ -21,6 +21,9 @@ int gx_store_begin(gx_store *s, gx_err *err);
 int gx_store_commit(gx_store *s, gx_err *err);
 void gx_store_rollback(gx_store *s);
 
+/* Every list read here returns the whole list, or NULL with err (SQLite's message and
+ * the table) when a step failed, even part-way: never a partial list. */
+
 /* Configuration objects (Kueue kinds, Nodes), keyed by (kind, namespace, name). */
 int gx_store_put_object(gx_store *s, const char *kind, const char *ns, const char *name,
                         const json_t *manifest, int64_t now_ms, gx_err *err);
@@ -89,8 +92,9 @@ json_t *gx_store_passwords(gx_store *s, gx_err *err);
 /* Change a user's role and namespaces (the admin page, or a trusted proxy's groups). */
 int gx_store_update_user(gx_store *s, const char *name, int admin, const json_t *namespaces, gx_err *err);
 
-/* Small key/value settings (e.g. the schema's own bookkeeping). */
-int gx_store_meta_get(gx_store *s, const char *key, char *out, size_t n);
+/* Small key/value settings (e.g. the schema's own bookkeeping). meta_get: 0 with the
+ * value in out, 1 when the key is absent, -1 with err when it could not be read. */
+int gx_store_meta_get(gx_store *s, const char *key, char *out, size_t n, gx_err *err);
 int gx_store_meta_put(gx_store *s, const char *key, const char *value, gx_err *err);
 
 #endif

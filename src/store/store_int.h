@@ -26,6 +26,14 @@ void gx_store_rollback_relaxed(gx_store *s);
 
 /* Fill err with "store: WHAT: sqlite's message"; returns -1. */
 int gx_store_sqlerr(gx_store *s, gx_err *err, const char *what);
+/* The end of a read loop (`while ((rc = sqlite3_step(st)) == SQLITE_ROW)`): finalizes st
+ * and returns out, or, when rc is anything but SQLITE_DONE (SQLITE_BUSY or SQLITE_IOERR
+ * part-way looks like the end to such a loop), frees out and returns NULL with err saying
+ * "store: reading TABLE: sqlite's message". A short list is never an answer. */
+json_t *gx_store_read_end(gx_store *s, sqlite3_stmt *st, int rc, json_t *out, const char *table, gx_err *err);
+/* The same for a loop with no list: 0, or -1 with err. */
+int gx_store_step_end(gx_store *s, sqlite3_stmt *st, int rc, const char *table, gx_err *err);
+
 /* Prepare, bind text/int64/blob arguments described by fmt ('s', 'i', 'b' = ptr+len), step
  * once, finalize. For writes: returns 0 or -1. */
 int gx_store_run(gx_store *s, gx_err *err, const char *sql, const char *fmt, ...);

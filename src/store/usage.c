@@ -253,13 +253,13 @@ json_t *gx_store_usage_summary(gx_store *s, const char *group_by, int64_t since_
     if (user) sqlite3_bind_text(st, 2, user, -1, SQLITE_TRANSIENT);
     else sqlite3_bind_null(st, 2);
     json_t *out = json_array();
-    while (sqlite3_step(st) == SQLITE_ROW) {
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
         json_int_t p = sqlite3_column_int64(st, 2), c = sqlite3_column_int64(st, 3);
         json_array_append_new(out, json_pack("{s:s,s:I,s:I,s:I,s:I,s:I,s:I,s:I}", "group", sqlite3_column_text(st, 0),
             "requests", (json_int_t)sqlite3_column_int64(st, 1), "promptTokens", p, "completionTokens", c,
             "totalTokens", p + c, "estimatedRequests", (json_int_t)sqlite3_column_int64(st, 4),
             "errors", (json_int_t)sqlite3_column_int64(st, 5), "limited", (json_int_t)sqlite3_column_int64(st, 6)));
     }
-    sqlite3_finalize(st);
-    return out;
+    return gx_store_read_end(s, st, rc, out, "usage", err);
 }
