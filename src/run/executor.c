@@ -6,7 +6,6 @@
  * and the timed work behind those.
  * Must not: decide who runs or read the engine but through the hooks (ops/workloads.c
  * answers them), write the store, or include anything from ops/, api/, maas/, portal/. */
-#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
