@@ -194,7 +194,6 @@ int gx_serve_main(int argc, char **argv)
         data_path(d->run_dir, sizeof d->run_dir, d->cfg.data_dir, "run", &e))
         goto out;
     if (ensure_dir(d->log_dir, &e) || ensure_dir(d->run_dir, &e)) goto out;
-    gx_strmap_init(&d->wls);
     d->objects = json_object();
     if (!(d->loop = gx_loop_new())) { gx_errf(&e, 500, "", "cannot create the event loop"); goto out; }
     if (!(d->store = gx_store_open(d->cfg.data_dir, &e))) goto out;
@@ -230,6 +229,8 @@ int gx_serve_main(int argc, char **argv)
     if (!d->cfg.mps_root[0]) strncat(mps_root, "/mps", sizeof mps_root - strlen(mps_root) - 1);
     gx_gpu_rt_start(d->gpu, d->cfg.data_dir, mps_root, stderr);
     if (!(d->box = gx_podbox_open(&d->cfg.run, d->cfg.data_dir, d->store, &e))) goto out;
+    gx_exec_config xc = {d->loop, d->box, d->cfg.run.sandbox, d->log_dir, d->run_dir, d->gpu, gx_d_exec_hooks(d)};
+    d->exec = gx_exec_new(&xc);
     if (gx_d_recover(d, &e)) goto out;
 
     sigset_t mask;
@@ -258,7 +259,7 @@ int gx_serve_main(int argc, char **argv)
     fprintf(stderr, "  data:      %s (gpuaas.db, logs/)\n", d->cfg.data_dir);
     describe_inventory(d);
     gx_podbox_describe(d->box, stderr);
-    fprintf(stderr, "  workloads: %zu recovered\n", d->wls.n);
+    fprintf(stderr, "  workloads: %zu recovered\n", gx_exec_count(d->exec));
     if (token[0]) {
         fprintf(stderr, "  admin token (shown once; keep it): %s\n", token);
         fprintf(stderr, "    export GPUAAS_SERVER=%s GPUAAS_TOKEN=%s\n", url, token);

@@ -6,7 +6,7 @@
  *    cores) and CUDA_MPS_PINNED_DEVICE_MEM_LIMIT=0=<MiB>M (memory/N, or the vGPU's);
  *  - fractional: HAMi-core's CUDA_DEVICE_MEMORY_LIMIT_<i>=<MiB>m and CUDA_DEVICE_SM_LIMIT;
  *  - always GPUAAS_GPU_SHARING=<mode of the first device>.
- * ops/workloads.c passes them to gx_podspec_envp() as extra_env for each pod.
+ * run/executor.c passes them to gx_podspec_envp() as extra_env for each pod.
  * Owns: computing those entries. Must not: start anything or change the engine. */
 #ifndef GX_GPU_PODENV_H
 #define GX_GPU_PODENV_H

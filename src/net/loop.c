@@ -145,6 +145,7 @@ static void run_timers(gx_loop *l)
 int gx_loop_run(gx_loop *l)
 {
     struct epoll_event evs[64];
+    l->stop = 0;   /* a stopped loop can run again (the executor's unit tests run it in phases) */
     while (!l->stop) {
         int64_t timeout = -1;
         if (l->prepare) timeout = l->prepare(l, l->prepare_ud);

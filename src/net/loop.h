@@ -33,7 +33,7 @@ int64_t gx_loop_mono(const gx_loop *l);
 /* Re-read both clocks (after something slow, such as a commit); returns the wall one. */
 int64_t gx_loop_update_time(gx_loop *l);
 void gx_loop_stop(gx_loop *l);
-/* Run until gx_loop_stop(). */
+/* Run until gx_loop_stop() (then it may be run again). */
 int gx_loop_run(gx_loop *l);
 
 #endif

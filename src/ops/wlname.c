@@ -40,7 +40,7 @@ json_t *gx_d_name_workload(gx_daemon *d, const json_t *manifest, gx_err *err)
     for (int i = 0; i < GEN_TRIES; i++) {
         gx_k8s_generate_name(gen, draw, made, sizeof made);
         if (check_name(kind, made, "metadata.generateName", gen, err) || gx_wlkey_make(&k, ns, made, err)) return NULL;
-        if (gx_strmap_get(&d->wls, k.key)) continue;   /* taken: draw again, as Kubernetes retries */
+        if (gx_exec_get(d->exec, k.key)) continue;   /* taken: draw again, as Kubernetes retries */
         json_t *m = json_deep_copy(manifest);
         json_object_set_new(json_object_get(m, "metadata"), "name", json_string(made));
         return m;

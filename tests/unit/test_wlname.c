@@ -40,10 +40,11 @@ static gx_daemon d;
 static void setup(void)
 {
     memset(&d, 0, sizeof d);
-    gx_strmap_init(&d.wls);
+    gx_exec_config xc = {.log_dir = "", .run_dir = ""};
+    d.exec = gx_exec_new(&xc);
 }
 
-static void teardown(void) { gx_strmap_free(&d.wls); }
+static void teardown(void) { gx_d_free_all(&d); }
 
 /* A manifest of kind with metadata {name|generateName: value, namespace: ns}. */
 static json_t *wl(const char *kind, const char *field, const char *value, const char *ns)

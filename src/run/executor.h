@@ -1,0 +1,169 @@
+/* executor: running the pods of each workload on this machine (docs/jobs.md).
+ * Owns: the registry of runs (one gx_run per workload the daemon holds, by key), turning
+ * the engine's decisions into processes (start on admission, stop on cancel/preemption/
+ * expiry, SIGKILL after the grace period, back-off restarts of failed pods), turning
+ * process exits into the Job's outcome, each run's durable record and the re-adoption of
+ * its processes after a daemon restart.
+ * Must not: decide who runs or read the engine (ops/workloads.c does, and answers through
+ * gx_exec_hooks), write the store (the persist hook does), or parse HTTP. It includes
+ * nothing from ops/, api/, maas/ or portal/.
+ *
+ * One thread: every function runs on the loop, so nothing is locked.
+ *
+ * Recovery rule (docs/operations.md): after a restart, each pod recorded as running
+ * is re-adopted when its shim is still alive (same pid and start time); a pod whose
+ * shim ended while the daemon was down is settled from the exit status the shim
+ * wrote; a pod that is gone without a record is lost, and a workload with a lost pod
+ * has its other pods stopped and is requeued (Evicted, reason ProcessesLost). */
+#ifndef GX_EXECUTOR_H
+#define GX_EXECUTOR_H
+#include <limits.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <jansson.h>
+#include "lib/err.h"
+#include "lib/wlkey.h"
+#include "net/loop.h"
+#include "run/podbox.h"
+#include "run/podspec.h"
+#include "run/proc.h"
+
+struct gx_gpu_rt;
+
+/* The longest log or run directory (with its NUL): short enough that NS/NAME/files under
+ * it fit PATH_MAX (the daemon's data directory is bounded for this: GX_DATA_DIR_MAX). */
+#define GX_EXEC_DIR_MAX 3080
+
+/* One process of a workload's run. */
+typedef struct gx_run_pod {
+    int gen;               /* the admission it belongs to */
+    int index;             /* completion index (JOB_COMPLETION_INDEX) */
+    int slot;              /* which of the admitted pods' devices it uses */
+    gx_proc proc;
+    int alive;
+    int64_t started_ms, finished_ms;
+    int exit_code, signal_no;   /* valid when !alive; -1 exit_code = unknown */
+    char devices[512];     /* comma-separated GPU UUIDs */
+    void *watch;           /* the loop watch's context while alive */
+    /* sandboxed pods (run/podbox.h): signalled and killed through their cgroup */
+    int sandboxed;
+    uid_t uid;             /* the uid it runs as */
+    char cgroup[GX_PODBOX_CG_MAX];   /* relative to run.cgroupParent */
+    int64_t memory_limit;  /* bytes, 0 none */
+    char reason[16];       /* when ended: Completed, Error, OOMKilled (Kubernetes' words) */
+} gx_run_pod;
+
+/* The daemon's side of one workload: its processes and their bookkeeping (the engine's
+ * side is core's struct gx_wl). */
+typedef struct gx_run {
+    gx_wlkey id;           /* namespace, name and "ns/name", length-checked (lib/wlkey.h) */
+    const char *key, *ns, *name;   /* id.key, id.ns and id.name, set once by gx_run_new */
+    json_t *manifest;
+    gx_podspec ps;         /* points into manifest */
+    int gen;               /* admissions so far */
+    gx_run_pod *pods;      /* pods of the current run plus any still dying */
+    size_t npods, cappods;
+    int succeeded, failures, next_index;
+    int stopping;          /* SIGTERM sent to the current processes */
+    int64_t kill_at;       /* when SIGKILL follows */
+    int deferred;          /* admitted, waiting for devices held by dying processes */
+    int64_t retry_at;      /* a failed pod restarts at this time (back-off) */
+    char note[256];        /* the daemon's last word on it ("pod 0 exited with code 1") */
+} gx_run;
+
+/* How a Job ended, for the engine (gx_exec_hooks.ended). */
+typedef enum gx_run_end {
+    GX_RUN_SUCCEEDED,      /* completions reached: finish, succeeded */
+    GX_RUN_FAILED,         /* cannot go on (backoffLimit, a command that cannot run): finish, failed */
+    GX_RUN_LOST,           /* pods gone across a restart: requeue (Evicted, ProcessesLost) */
+} gx_run_end;
+
+/* What the executor asks of, and tells, the layer above (ops/workloads.c), which knows
+ * the engine and the store. ud is passed back to each. */
+typedef struct gx_exec_hooks {
+    void *ud;
+    /* The engine's word on workload `key`: -1 it does not know it, 0 not admitted,
+     * 1 admitted. count (may be NULL) gets the pods its admission gives, -1 when the
+     * admission does not say (the Job's parallelism then). */
+    int (*admission)(void *ud, const char *key, int *count);
+    /* The devices the admission places pod slot `slot` on: their UUIDs "uuid,uuid" into
+     * uuids (n bytes; "" none) when uuids is not NULL, and, when devs is not NULL, the
+     * placement's device objects (a new JSON array, for gpu/podenv). */
+    void (*slot_devices)(void *ud, const char *key, int slot, char *uuids, size_t n, json_t **devs);
+    /* The Job cannot go on (how; r->note says why): the engine finishes or requeues it. */
+    void (*ended)(void *ud, gx_run *r, gx_run_end how);
+    /* A pod ended or a Job failed: devices may be free, a scheduling pass is due. */
+    void (*reschedule)(void *ud);
+    /* r changed on its own (a pod exited, a timer fired): record it (errors logged). */
+    void (*persist)(void *ud, gx_run *r);
+    /* A pod exited while the loop waited: whoever follows logs may look again. */
+    void (*wake)(void *ud);
+} gx_exec_hooks;
+
+typedef struct gx_exec_config {
+    gx_loop *loop;
+    gx_podbox *box;        /* the pod sandbox; its cgroups; may be NULL when !sandbox */
+    int sandbox;           /* run.sandbox: pods start inside the podbox */
+    const char *log_dir;   /* DATA/logs: NS/NAME/pod-I.log (copied; < GX_EXEC_DIR_MAX) */
+    const char *run_dir;   /* DATA/run: NS/NAME/gG-pI.exit, the default working folder (the same) */
+    struct gx_gpu_rt *gpu; /* the GPU runtime (device env, MPS pipes, sharing); NULL none */
+    gx_exec_hooks hooks;
+} gx_exec_config;
+
+typedef struct gx_exec gx_exec;
+
+gx_exec *gx_exec_new(const gx_exec_config *c);
+/* Frees every run; their processes keep running (re-adopted at the next start). */
+void gx_exec_free(gx_exec *x);
+
+/* ---- runs (executor_record.c) ---- */
+
+/* A run for a workload manifest (copied), not yet registered; NULL with err (422 naming
+ * the field) when its name or process side is invalid. */
+gx_run *gx_run_new(const json_t *manifest, gx_err *err);
+/* Free a run that is not registered and has no watched pod (gx_exec_drop otherwise). */
+void gx_run_free(gx_run *r);
+/* The durable record of a run (the store's "run" column), and back. */
+json_t *gx_run_record(const gx_run *r);
+void gx_run_restore(gx_run *r, const json_t *record);
+/* Live pods, of the current admission only when gen_only. */
+int gx_run_alive(const gx_run *r, int gen_only);
+/* Pod `index`'s log: LOG_DIR/NS/NAME/pod-INDEX.log; "" when key is not a workload key. */
+void gx_run_log_path(const char *log_dir, const char *key, int index, char *out, size_t n);
+/* Set r->note. */
+void gx_run_note(gx_run *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* ---- the registry ---- */
+
+/* Register r (its key must be free); the executor owns it from now on. */
+void gx_exec_add(gx_exec *x, gx_run *r);
+gx_run *gx_exec_get(const gx_exec *x, const char *key);
+size_t gx_exec_count(const gx_exec *x);
+/* Iterate: start with *pos = 0; NULL at the end. Do not add or drop while iterating. */
+gx_run *gx_exec_next(const gx_exec *x, size_t *pos);
+/* Unregister and free r (its pods have ended). */
+void gx_exec_drop(gx_exec *x, gx_run *r);
+
+/* ---- the engine's decisions ---- */
+
+/* Admitted: a new generation whose pods gx_exec_start starts (after the caller's commit). */
+void gx_exec_admit(gx_exec *x, gx_run *r);
+/* Start the pods of an admitted run on the admission's devices, or defer them while
+ * stopping processes still hold those devices. */
+void gx_exec_start(gx_exec *x, gx_run *r);
+/* Stop every live pod: SIGTERM (SIGKILL without a grace period), SIGKILL after the
+ * grace period. note (may be NULL) becomes r->note. */
+void gx_exec_stop(gx_exec *x, gx_run *r, const char *note);
+/* Re-attach r's recorded processes after a restart (see the rule at the top). */
+void gx_exec_recover(gx_exec *x, gx_run *r);
+
+/* ---- time ---- */
+
+/* Everything timed: exits of pods without a pidfd (polled), SIGKILL after the grace
+ * period, back-off restarts, deferred starts. Persists what changed. */
+void gx_exec_tick(gx_exec *x, int64_t now);
+/* When gx_exec_tick next has work (ms, loop time), 0 when nothing is timed. */
+int64_t gx_exec_next_tick(const gx_exec *x);
+
+#endif
