@@ -20,21 +20,6 @@ static void push(char **v, int *n, const char *fmt, ...)
     va_end(ap);
 }
 
-/* The engine's figures for a device, if its placement view carries them. */
-static int json_limits(const void *ctx, const char *uuid, int *cores, long long *mem)
-{
-    size_t i;
-    json_t *d;
-    json_array_foreach((const json_t *)ctx, i, d) {
-        const char *u = json_string_value(json_object_get(d, "uuid"));
-        if (!u || strcmp(u, uuid) || !json_is_integer(json_object_get(d, "cores"))) continue;
-        *cores = (int)json_integer_value(json_object_get(d, "cores"));
-        *mem = json_integer_value(json_object_get(d, "memoryMiB"));
-        return 1;
-    }
-    return 0;
-}
-
 typedef struct { const gx_engine_dev *d; int n; } dev_list;
 
 /* The same figures from the engine's typed answer (gx_engine_wl_devices). */
@@ -86,18 +71,6 @@ static char **podenv(gx_gpu_inv *inv, const gx_gpu_mps *mps, const char *const *
     }
     if (!n) { free(v); return NULL; }
     return v;
-}
-
-char **gx_gpu_podenv(gx_gpu_inv *inv, const gx_gpu_mps *mps, const char *uuids, const json_t *devices)
-{
-    if (!inv || !uuids || !*uuids) return NULL;
-    char copy[1024];
-    snprintf(copy, sizeof copy, "%s", uuids);
-    const char *list[256];
-    int ndev = 0;
-    char *save = NULL;
-    for (char *u = strtok_r(copy, ",", &save); u && ndev < 256; u = strtok_r(NULL, ",", &save)) list[ndev++] = u;
-    return podenv(inv, mps, list, ndev, json_limits, devices);
 }
 
 char **gx_gpu_podenv_devs(gx_gpu_inv *inv, const gx_gpu_mps *mps, const gx_engine_dev *devs, int n)

@@ -15,14 +15,11 @@
 #include "gpu/inventory.h"
 #include "gpu/mps.h"
 
-/* `uuids` is the comma-separated CUDA_VISIBLE_DEVICES value; `devices` the engine's
- * placement devices of that pod ([{uuid, cores, memoryMiB}], may be NULL: MPS limits
- * then follow the GPU's replicas). Returns a NULL-terminated array of malloc'd "K=V"
- * strings (free each and the array), or NULL when there is nothing to add. */
-char **gx_gpu_podenv(gx_gpu_inv *inv, const gx_gpu_mps *mps, const char *uuids, const json_t *devices);
-/* The same from the engine's typed answer for the pod (gx_engine_wl_devices(): its
- * devices in CUDA_VISIBLE_DEVICES order, with their shares). ops/workloads.c should call
- * this one; the JSON form above goes once it does. */
+/* The entries of a pod placed on devs (the engine's typed answer for the pod,
+ * gx_engine_wl_devices(): its devices in CUDA_VISIBLE_DEVICES order, with their shares;
+ * MPS limits follow the GPU's replicas where a device has no share). Returns a
+ * NULL-terminated array of malloc'd "K=V" strings (free each and the array), or NULL
+ * when there is nothing to add. */
 char **gx_gpu_podenv_devs(gx_gpu_inv *inv, const gx_gpu_mps *mps, const gx_engine_dev *devs, int n);
 
 #endif

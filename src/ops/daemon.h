@@ -35,6 +35,9 @@ typedef struct gx_daemon {
     char log_dir[GX_DATA_DIR_MAX + 8], run_dir[GX_DATA_DIR_MAX + 8];   /* DATA/logs, DATA/run: short enough that
                                                                         * NS/NAME/files under them fit PATH_MAX */
     int64_t engine_wake;   /* when the engine has timed work (max execution time), 0 none */
+    json_t *unrecorded;    /* keys of admitted workloads whose admission the store refused:
+                            * not started until it is recorded (retried every tick) */
+    int64_t unrecorded_retry_at;
     const struct gx_mux *mux;  /* the HTTP dispatcher (net/mux.h): its request count */
     gx_kind kinds[GX_KINDS_MAX];   /* every kind apply takes, in order of application */
     int nkinds;

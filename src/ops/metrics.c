@@ -100,15 +100,9 @@ char *gx_d_metrics(gx_daemon *d)
     json_decref(lqs);
 
     header(&o, "gpuaas_workloads", "gauge", "Workloads known to the daemon by state");
-    const char *states[] = {"Pending", "Admitted", "Finished", "Deactivated"};
-    json_t *all = gx_engine_workloads(d->eng, NULL, gx_loop_now(d->loop));
-    for (int s = 0; s < 4; s++) {
-        long long n = 0;
-        json_t *w;
-        json_array_foreach(all, i, w) n += !strcmp(json_string_value(json_object_get(w, "state")) ?: "", states[s]);
-        gx_sbuf_printf(&o, "gpuaas_workloads{state=\"%s\"} %lld\n", states[s], n);
-    }
-    json_decref(all);
+    for (int p = 0; p < GX_PHASE_N; p++)   /* counted by the engine: no view built per scrape */
+        gx_sbuf_printf(&o, "gpuaas_workloads{state=\"%s\"} %zu\n", gx_engine_phase_name((gx_wl_phase)p),
+                       gx_engine_count_phase(d->eng, (gx_wl_phase)p));
     header(&o, "gpuaas_http_requests_total", "counter", "HTTP requests served");
     gx_sbuf_printf(&o, "gpuaas_http_requests_total %llu\n", (unsigned long long)(d->mux ? d->mux->requests : 0));
     char *gm = gx_gpu_metrics(d->gpu, d->eng);   /* DCGM-exporter names for the GPUs (src/gpu/api.c) */

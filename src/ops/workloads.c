@@ -49,49 +49,16 @@ static void persist_or_log(gx_daemon *d, gx_run *w)
 static int hook_admission(void *ud, const char *key, int *count)
 {
     gx_daemon *d = ud;
-    /* TODO(core typed query): the state and the admitted pod count, not the view's strings */
-    json_t *v = gx_engine_workload(d->eng, key, gx_loop_now(d->loop));
-    if (!v) return -1;
-    int admitted = !strcmp(json_string_value(json_object_get(v, "state")) ?: "", "Admitted");
-    if (count) {
-        json_t *psa = json_array_get(json_object_get(json_object_get(v, "admission"), "podSetAssignments"), 0);
-        *count = json_is_integer(json_object_get(psa, "count")) ? (int)json_integer_value(json_object_get(psa, "count")) : -1;
-    }
-    json_decref(v);
-    return admitted;
+    gx_wl_phase ph = gx_engine_wl_phase(d->eng, key);
+    if (ph == GX_PHASE_ABSENT) return -1;
+    if (count) *count = gx_engine_wl_admitted_count(d->eng, key, 0);
+    return ph == GX_PHASE_ADMITTED;
 }
 
-/* Devices of the engine's placement for one pod slot, "uuid,uuid". */
-static void slot_devices(const json_t *view, int slot, char *out, size_t n)
-{
-    out[0] = 0;
-    size_t i, k, len = 0;
-    json_t *pl, *dev;
-    json_array_foreach(json_object_get(view, "placement"), i, pl) {
-        if (json_integer_value(json_object_get(pl, "pod")) != slot) continue;
-        json_array_foreach(json_object_get(pl, "devices"), k, dev) {
-            const char *u = json_string_value(json_object_get(dev, "uuid"));
-            if (u) len += (size_t)snprintf(out + len, len < n ? n - len : 0, "%s%s", len ? "," : "", u);
-        }
-    }
-}
-
-static void hook_slot_devices(void *ud, const char *key, int slot, char *uuids, size_t n, json_t **devs)
+static int hook_slot_devices(void *ud, const char *key, int slot, gx_engine_dev *out, int max)
 {
     gx_daemon *d = ud;
-    /* TODO(core typed query): the devices of a pod slot, not the placement re-parsed from JSON */
-    json_t *view = gx_engine_workload(d->eng, key, gx_loop_now(d->loop));
-    if (uuids) slot_devices(view, slot, uuids, n);
-    if (devs) {
-        *devs = json_array();
-        size_t i, k;
-        json_t *pl, *dev;
-        json_array_foreach(json_object_get(view, "placement"), i, pl) {
-            if (json_integer_value(json_object_get(pl, "pod")) != slot) continue;
-            json_array_foreach(json_object_get(pl, "devices"), k, dev) json_array_append(*devs, dev);
-        }
-    }
-    json_decref(view);
+    return gx_engine_wl_devices(d->eng, key, slot, out, max);
 }
 
 /* The Job ended in the executor's eyes: the engine finishes it, or requeues it when its
@@ -118,12 +85,57 @@ gx_exec_hooks gx_d_exec_hooks(gx_daemon *d)
 
 /* ---- the tick: the executor's timers, the scheduling pass ------------------------------- */
 
+#define UNRECORDED_RETRY_MS 1000
+
+/* Admitted workloads are started only once their admission is durable: a pod that runs
+ * for an admission the store never saw would run again (or be lost) after a restart.
+ * When the record fails they wait, not started, and the record is retried. */
+static void hold_unrecorded(gx_daemon *d, gx_run *w, const char *why)
+{
+    w->deferred = 0;   /* neither step 2 below nor the executor's tick starts it */
+    gx_run_note(w, "admitted; waiting until the store records it (%s)", why);
+    if (!d->unrecorded) d->unrecorded = json_array();
+    json_array_append_new(d->unrecorded, json_string(w->key));
+    d->unrecorded_retry_at = gx_loop_now(d->loop) + UNRECORDED_RETRY_MS;
+}
+
+/* Record the held admissions again; once they are durable, start them. */
+static void retry_unrecorded(gx_daemon *d, int64_t now)
+{
+    if (!json_array_size(d->unrecorded) || now < d->unrecorded_retry_at) return;
+    gx_err e;
+    gx_err_clear(&e);
+    size_t i;
+    json_t *k;
+    int ok = gx_store_begin(d->store, &e) == 0;
+    json_array_foreach(d->unrecorded, i, k) {
+        gx_run *w = wl_get(d, json_string_value(k));
+        if (ok && w && gx_engine_wl_phase(d->eng, w->key) == GX_PHASE_ADMITTED && persist(d, w, &e)) ok = 0;
+    }
+    if (ok && gx_store_commit(d->store, &e)) ok = 0;
+    if (!ok) {
+        gx_store_rollback(d->store);
+        d->unrecorded_retry_at = now + UNRECORDED_RETRY_MS;
+        return;
+    }
+    json_array_foreach(d->unrecorded, i, k) {
+        gx_run *w = wl_get(d, json_string_value(k));
+        if (!w || gx_engine_wl_phase(d->eng, w->key) != GX_PHASE_ADMITTED) continue;
+        fprintf(stderr, "gpuaas: %s: its admission is recorded now; starting it\n", w->key);
+        gx_run_note(w, "%s", "");
+        w->deferred = 1;
+        gx_exec_start(d->exec, w);
+        persist_or_log(d, w);
+    }
+    json_array_clear(d->unrecorded);
+}
+
 static void apply_actions(gx_daemon *d, const gx_action *acts, size_t n)
 {
     char note[sizeof ((gx_run *)0)->note];
     gx_err e;
     gx_err_clear(&e);
-    int txn = gx_store_begin(d->store, &e) == 0;
+    int ok = gx_store_begin(d->store, &e) == 0;
     /* 1. record the decisions */
     for (size_t i = 0; i < n; i++) {
         gx_run *w = wl_get(d, acts[i].workload);
@@ -137,14 +149,21 @@ static void apply_actions(gx_daemon *d, const gx_action *acts, size_t n)
             snprintf(note, sizeof note, "%s: %s", acts[i].reason, acts[i].message);
             gx_exec_stop(d->exec, w, note);
         }
-        persist_or_log(d, w);
+        if (ok && persist(d, w, &e)) ok = 0;
     }
-    if (txn && gx_store_commit(d->store, &e)) {
-        fprintf(stderr, "gpuaas: commit failed: %s\n", e.msg);
+    if (ok && gx_store_commit(d->store, &e)) ok = 0;
+    if (!ok) {
+        /* stops already happened (a pod stopped without a record is requeued at the next
+         * start as ProcessesLost); starts wait until they are recorded */
+        fprintf(stderr, "gpuaas: cannot record the scheduling decisions: %s\n", e.msg);
         gx_store_rollback(d->store);
+        for (size_t i = 0; i < n; i++) {
+            gx_run *w = acts[i].kind == GX_ACT_ADMIT ? wl_get(d, acts[i].workload) : NULL;
+            if (w) hold_unrecorded(d, w, e.msg);
+        }
     }
     /* 2. start what was admitted; record the processes */
-    txn = gx_store_begin(d->store, &e) == 0;
+    int txn = gx_store_begin(d->store, &e) == 0;
     for (size_t i = 0; i < n; i++) {
         if (acts[i].kind != GX_ACT_ADMIT) continue;
         gx_run *w = wl_get(d, acts[i].workload);
@@ -164,6 +183,7 @@ int64_t gx_d_tick(gx_daemon *d)
     int64_t release = gx_podbox_tick(d->box, now);   /* cgroups of ended pods that could not go at once */
     int64_t due = gx_exec_next_tick(d->exec);   /* the executor's timers: kills, restarts, polls */
     if (due && due <= now) gx_exec_tick(d->exec, now);
+    retry_unrecorded(d, now);
     if (d->dirty || (d->engine_wake && d->engine_wake <= now)) {
         d->dirty = 0;
         gx_action *acts = NULL;
@@ -185,6 +205,10 @@ int64_t gx_d_tick(gx_daemon *d)
         if (sleep < 0 || t < sleep) sleep = t;
     }
     if (release >= 0 && (sleep < 0 || release < sleep)) sleep = release;
+    if (json_array_size(d->unrecorded)) {
+        int64_t t = d->unrecorded_retry_at > now ? d->unrecorded_retry_at - now : 0;
+        if (sleep < 0 || t < sleep) sleep = t;
+    }
     return sleep;
 }
 
@@ -248,12 +272,9 @@ int gx_d_delete(gx_daemon *d, const char *key, gx_err *err)
     gx_run *w = wl_get(d, key);
     if (!w) return gx_errf(err, 404, "", "no workload %s", key);
     if (gx_run_alive(w, 0)) return gx_errf(err, 409, "", "workload %s still has processes; cancel it and wait", key);
-    /* TODO(core typed query): the workload's state, not its view's string */
-    json_t *v = gx_engine_workload(d->eng, key, gx_loop_now(d->loop));
-    const char *state = v ? json_string_value(json_object_get(v, "state")) : "Finished";
-    int ended = state && (!strcmp(state, "Finished") || !strcmp(state, "Deactivated"));
-    json_decref(v);
-    if (!ended) return gx_errf(err, 409, "", "workload %s is %s; cancel it first", key, state ? state : "active");
+    gx_wl_phase ph = gx_engine_wl_phase(d->eng, key);   /* absent: the engine is done with it */
+    if (ph == GX_PHASE_PENDING || ph == GX_PHASE_ADMITTED)
+        return gx_errf(err, 409, "", "workload %s is %s; cancel it first", key, gx_engine_phase_name(ph));
     if (gx_store_delete_workload(d->store, w->ns, w->name, err)) return -1;
     gx_err e2;
     if (gx_podbox_remove_work(d->box, w->ns, w->name, &e2)) fprintf(stderr, "gpuaas: %s\n", e2.msg);
@@ -267,12 +288,8 @@ int gx_d_active(gx_daemon *d, const char *key)
     gx_run *w = wl_get(d, key);
     if (!w) return 0;
     if (gx_run_alive(w, 0) || w->deferred || w->retry_at) return 1;
-    /* TODO(core typed query): the workload's state, not its view's string */
-    json_t *v = gx_engine_workload(d->eng, key, gx_loop_now(d->loop));
-    const char *state = v ? json_string_value(json_object_get(v, "state")) : NULL;
-    int active = state && (!strcmp(state, "Pending") || !strcmp(state, "Admitted"));
-    json_decref(v);
-    return active;
+    gx_wl_phase ph = gx_engine_wl_phase(d->eng, key);
+    return ph == GX_PHASE_PENDING || ph == GX_PHASE_ADMITTED;
 }
 
 int gx_d_pod_count(gx_daemon *d, const char *key)
@@ -407,6 +424,8 @@ void gx_d_free_all(gx_daemon *d)
 {
     gx_exec_free(d->exec);
     d->exec = NULL;
+    json_decref(d->unrecorded);
+    d->unrecorded = NULL;
 }
 
 void gx_d_unsubmit(gx_daemon *d, const char *key)

@@ -67,11 +67,28 @@ static char **pod_gpu_env(gx_exec *x, const gx_run *w, int slot, const char *dev
 {
     gx_gpu_rt *rt = x->gpu;
     if (!rt || !*devices) return NULL;
-    json_t *devs = NULL;
-    x->h.slot_devices(x->h.ud, w->key, slot, NULL, 0, &devs);
-    char **env = gx_gpu_podenv(rt->inv, rt->mps, devices, devs);
-    json_decref(devs);
-    return env;
+    gx_engine_dev devs[GX_EXEC_POD_DEVS];
+    int n = x->h.slot_devices(x->h.ud, w->key, slot, devs, GX_EXEC_POD_DEVS);
+    return n > 0 ? gx_gpu_podenv_devs(rt->inv, rt->mps, devs, n < GX_EXEC_POD_DEVS ? n : GX_EXEC_POD_DEVS) : NULL;
+}
+
+/* The UUIDs of the devices the admission gives pod slot `slot`, "uuid,uuid" into out
+ * ("" when none). -1 when they do not fit: a placement longer than any real pod's. */
+static int slot_uuids(gx_exec *x, const gx_run *w, int slot, char *out, size_t n)
+{
+    gx_engine_dev devs[GX_EXEC_POD_DEVS];
+    int nd = x->h.slot_devices(x->h.ud, w->key, slot, devs, GX_EXEC_POD_DEVS);
+    size_t len = 0;
+    out[0] = 0;
+    if (nd > GX_EXEC_POD_DEVS) return -1;
+    for (int i = 0; i < nd; i++) {
+        size_t l = strlen(devs[i].uuid);
+        if (len + (len ? 1 : 0) + l + 1 > n) return -1;
+        if (len) out[len++] = ',';
+        memcpy(out + len, devs[i].uuid, l + 1);
+        len += l;
+    }
+    return 0;
 }
 
 /* Start the pod for `slot` with the next completion index. Returns -1 when the
@@ -135,11 +152,13 @@ static int start_pod(gx_exec *x, gx_run *w, int slot, const char *devices, gx_er
  * started fails the Job, and -1 tells the caller to start no more slots. */
 static int start_slot(gx_exec *x, gx_run *w, int slot)
 {
-    char dev[512];
-    x->h.slot_devices(x->h.ud, w->key, slot, dev, sizeof dev, NULL);
+    char dev[GX_EXEC_DEVS_MAX];
     gx_err e;
     gx_err_clear(&e);
-    if (!start_pod(x, w, slot, dev, &e)) return 0;
+    if (slot_uuids(x, w, slot, dev, sizeof dev))
+        gx_errf(&e, 500, "", "pod %d is placed on more devices than a pod may use (%d)", slot, GX_EXEC_POD_DEVS);
+    else if (!start_pod(x, w, slot, dev, &e))
+        return 0;
     fail_job(x, w, e.msg);
     return -1;
 }
@@ -254,8 +273,8 @@ static void start_run(gx_exec *x, gx_run *w)
     char all[4096] = "";
     size_t len = 0;
     for (int s = 0; s < count; s++) {
-        char dev[512];
-        x->h.slot_devices(x->h.ud, w->key, s, dev, sizeof dev, NULL);
+        char dev[GX_EXEC_DEVS_MAX];
+        if (slot_uuids(x, w, s, dev, sizeof dev)) continue;   /* start_slot fails the Job */
         if (*dev) len += (size_t)snprintf(all + len, len < sizeof all ? sizeof all - len : 0, "%s%s", len ? "," : "", dev);
     }
     if (devices_busy(x, w, all)) {

@@ -22,6 +22,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 #include <jansson.h>
+#include "core/engine.h"
 #include "lib/err.h"
 #include "lib/wlkey.h"
 #include "net/loop.h"
@@ -34,6 +35,8 @@ struct gx_gpu_rt;
 /* The longest log or run directory (with its NUL): short enough that NS/NAME/files under
  * it fit PATH_MAX (the daemon's data directory is bounded for this: GX_DATA_DIR_MAX). */
 #define GX_EXEC_DIR_MAX 3080
+#define GX_EXEC_POD_DEVS 16      /* devices one pod may be placed on (GPUs or MIG devices) */
+#define GX_EXEC_DEVS_MAX 512     /* their UUIDs, "uuid,uuid": 16 MIG UUIDs (~45 bytes) fit */
 
 /* One process of a workload's run. */
 typedef struct gx_run_pod {
@@ -44,7 +47,7 @@ typedef struct gx_run_pod {
     int alive;
     int64_t started_ms, finished_ms;
     int exit_code, signal_no;   /* valid when !alive; -1 exit_code = unknown */
-    char devices[512];     /* comma-separated GPU UUIDs */
+    char devices[GX_EXEC_DEVS_MAX];   /* comma-separated GPU UUIDs */
     void *watch;           /* the loop watch's context while alive */
     /* sandboxed pods (run/podbox.h): signalled and killed through their cgroup */
     int sandboxed;
@@ -87,10 +90,10 @@ typedef struct gx_exec_hooks {
      * 1 admitted. count (may be NULL) gets the pods its admission gives, -1 when the
      * admission does not say (the Job's parallelism then). */
     int (*admission)(void *ud, const char *key, int *count);
-    /* The devices the admission places pod slot `slot` on: their UUIDs "uuid,uuid" into
-     * uuids (n bytes; "" none) when uuids is not NULL, and, when devs is not NULL, the
-     * placement's device objects (a new JSON array, for gpu/podenv). */
-    void (*slot_devices)(void *ud, const char *key, int slot, char *uuids, size_t n, json_t **devs);
+    /* The devices the admission places pod slot `slot` on (the engine's typed answer,
+     * gx_engine_wl_devices): how many (0: no GPU, -1: not admitted), the first max in
+     * out. Their strings are the engine's: use them before the engine changes. */
+    int (*slot_devices)(void *ud, const char *key, int slot, gx_engine_dev *out, int max);
     /* The Job cannot go on (how; r->note says why): the engine finishes or requeues it. */
     void (*ended)(void *ud, gx_run *r, gx_run_end how);
     /* A pod ended or a Job failed: devices may be free, a scheduling pass is due. */

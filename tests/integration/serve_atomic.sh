@@ -60,4 +60,26 @@ start_daemon "$cfg" || { fail "daemon restart 2"; finish; exit 1; }
 expect_eq "none after a restart either" "$(api GET /api/v1/workloads | sed '$d' | jq '.items | length')" 0
 expect_eq "and none in the database" \
   "$(python3 -c 'import sqlite3,sys; print(sqlite3.connect(sys.argv[1]).execute("select count(*) from workloads").fetchone()[0])' "$TMP/data/gpuaas.db")" 0
+
+# A pod starts only once its admission is recorded: the store refuses to record the
+# admission of "held" (a trigger, added while the daemon runs), so it must not start; once
+# the trigger is gone the record is retried and the Job runs. (Before: the failed commit
+# was logged and the pod started anyway, a run the store did not know about.)
+python3 - "$TMP/data/gpuaas.db" <<'PY'
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1], timeout=10)
+db.executescript("""
+CREATE TRIGGER inject_admit BEFORE UPDATE ON workloads
+  WHEN NEW.name = 'held' AND json_extract(NEW.status, '$.state') = 'Admitted'
+  BEGIN SELECT RAISE(ABORT, 'injected fault: disk full'); END;
+""")
+db.commit()
+PY
+job held lab q 1 "echo ran > /dev/stdout; echo held-ran" > "$TMP/held.yaml"
+"$G" submit -f "$TMP/held.yaml" >/dev/null
+sleep 1.5
+expect_eq "no pod started while the admission is not recorded" "$(wl_field lab/held '.pods | length')" 0
+expect_match "the workload says why it waits" "$(wl_field lab/held .message)" "waiting until the store records it"
+python3 -c 'import sqlite3,sys; c=sqlite3.connect(sys.argv[1], timeout=10); c.execute("DROP TRIGGER inject_admit"); c.commit()' "$TMP/data/gpuaas.db"
+check "once recorded it runs" wait_phase lab/held Succeeded 20
 finish

@@ -30,11 +30,13 @@ static int h_admission(void *ud, const char *key, int *count)
     return eng.admitted;
 }
 
-static void h_slot_devices(void *ud, const char *key, int slot, char *uuids, size_t n, json_t **devs)
+/* Every slot on the one device eng.devices names ("" none): the engine's typed answer. */
+static int h_slot_devices(void *ud, const char *key, int slot, gx_engine_dev *out, int max)
 {
     (void)ud; (void)key; (void)slot;
-    if (uuids) snprintf(uuids, n, "%s", eng.devices);
-    if (devs) *devs = json_array();
+    if (!eng.devices[0]) return 0;
+    if (max > 0) out[0] = (gx_engine_dev){.uuid = eng.devices, .gpu_uuid = eng.devices, .mig = -1, .replica = -1};
+    return 1;
 }
 
 static void h_ended(void *ud, gx_run *r, gx_run_end how)

@@ -12,6 +12,14 @@
 #include "gpu/podenv.h"
 #include "lib/yaml.h"
 
+/* The environment of a pod on one whole device (cores 0), or on a share of it. */
+static char **podenv1(gx_gpu_inv *inv, gx_gpu_mps *m, const char *uuid, int cores, int64_t mem_mib)
+{
+    gx_engine_dev d = {.uuid = uuid, .gpu_uuid = uuid, .shared = cores > 0, .cores = cores, .mem_mib = mem_mib,
+                       .mig = -1, .replica = -1};
+    return gx_gpu_podenv_devs(inv, m, &d, 1);
+}
+
 static json_t *Y(const char *y)
 {
     gx_yaml_docs d;
@@ -97,7 +105,7 @@ Test(gpu_mps, daemons_limits_env_and_stop)
     cr_assert(strstr(cl, "set_default_device_pinned_mem_limit 0 20480M"), "%s", cl);
     free(cl);
 
-    char **v = gx_gpu_podenv(inv, m, "GPU-aaaa", NULL);
+    char **v = podenv1(inv, m, "GPU-aaaa", 0, 0);
     char want[1200];
     snprintf(want, sizeof want, "CUDA_MPS_PIPE_DIRECTORY=%s/GPU-aaaa/pipe", root);
     cr_assert(has(v, want), "%s", want);
@@ -105,15 +113,13 @@ Test(gpu_mps, daemons_limits_env_and_stop)
     cr_assert(has(v, "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT=0=20480M"));
     cr_assert(has(v, "GPUAAS_GPU_SHARING=mps"));
     free_vec(v);
-    json_t *devs = json_pack("[{s:s,s:i,s:i}]", "uuid", "GPU-bbbb", "cores", 30, "memoryMiB", 8192);
-    v = gx_gpu_podenv(inv, m, "GPU-bbbb", devs);
+    v = podenv1(inv, m, "GPU-bbbb", 30, 8192);
     cr_assert(has(v, "CUDA_DEVICE_MEMORY_LIMIT_0=8192m"));
     cr_assert(has(v, "CUDA_DEVICE_SM_LIMIT=30"));
     cr_assert(has(v, "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=30"));
     cr_assert(has(v, "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT=0=8192M"));
     free_vec(v);
-    json_decref(devs);
-    v = gx_gpu_podenv(inv, m, "GPU-cccc", NULL);
+    v = podenv1(inv, m, "GPU-cccc", 0, 0);
     cr_assert(has(v, "GPUAAS_GPU_SHARING=exclusive"));
     cr_assert_not(has(v, "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=100"));
     free_vec(v);
@@ -153,7 +159,7 @@ Test(gpu_mps, missing_binary_is_said_at_start)
     cr_assert(strstr(msgs, "GPU 0 (GPU-aaaa) is mps but nvidia-cuda-mps-control is not on PATH"), "%s", msgs);
     cr_assert(strstr(msgs, "GPU 1 (GPU-bbbb) is fractional"), "%s", msgs);
     cr_assert_str_eq(gx_gpu_mps_state(m, "GPU-aaaa"), "no nvidia-cuda-mps-control");
-    char **v = gx_gpu_podenv(inv, m, "GPU-aaaa", NULL);
+    char **v = podenv1(inv, m, "GPU-aaaa", 0, 0);
     cr_assert_not(has(v, "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=25"), "no daemon, no MPS variables");
     free_vec(v);
     gx_gpu_mps_stop(m, NULL, 0, stderr);
