@@ -6,7 +6,6 @@
  * them (docs/operations.md). */
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,21 +17,28 @@
 #include "daemon/root.h"
 #include "daemon/serve.h"
 #include "gpu/runtime.h"
+#include "lib/opts.h"
 #include "lib/path.h"
 #include "lib/yaml.h"
+
+static const gx_opt serve_opts[] = {
+    {"config", 0, "FILE", "server configuration (gpuaas.yaml, see docs/configuration.md)"},
+    {"listen", 0, "HOST:PORT", "address to listen on (default 127.0.0.1:8080; port 0 = any free port)"},
+    {"data-dir", 0, "DIR", "where the database, logs and run records live (default ./data)"},
+    {"rotate-admin-token", 0, NULL, "replace the admin's token with a new one and print it"},
+    {"help", 'h', NULL, "this help"},
+    {NULL, 0, NULL, NULL},
+};
+static const gx_opt *const serve_sets[] = {serve_opts, NULL};
 
 static void usage(FILE *f)
 {
     fputs("usage: gpuaas serve [--config FILE] [--listen HOST:PORT] [--data-dir DIR] [--rotate-admin-token]\n"
           "\n"
           "Run the gpuaas daemon: the REST API, the queues and the workload processes.\n"
-          "\n"
-          "  --config FILE          server configuration (gpuaas.yaml, see docs/configuration.md)\n"
-          "  --listen HOST:PORT     address to listen on (default 127.0.0.1:8080; port 0 = any free port)\n"
-          "  --data-dir DIR         where the database, logs and run records live (default ./data)\n"
-          "  --rotate-admin-token   replace the admin's token with a new one and print it\n"
-          "  -h, --help             this help\n"
-          "\n"
+          "\n", f);
+    gx_opts_usage(f, serve_sets);
+    fputs("\n"
           "On its first start it creates the admin user and prints its token once.\n"
           "It writes DIR/serve.json with the URL it listens on.\n"
           "\n"
@@ -125,28 +131,23 @@ static void describe_inventory(gx_daemon *d)
 
 static int parse_args(int argc, char **argv, gx_config *cfg, int *rotate)
 {
-    static const struct option opts[] = {
-        {"config", required_argument, 0, 'c'}, {"listen", required_argument, 0, 'l'},
-        {"data-dir", required_argument, 0, 'd'}, {"rotate-admin-token", no_argument, 0, 'r'},
-        {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
-    const char *config = NULL, *listen = NULL, *data = NULL;
-    int c;
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-        switch (c) {
-        case 'c': config = optarg; break;
-        case 'l': listen = optarg; break;
-        case 'd': data = optarg; break;
-        case 'r': *rotate = 1; break;
-        case 'h': usage(stdout); return 1;
-        default: usage(stderr); return 2;
-        }
-    }
-    if (optind < argc) {
-        fprintf(stderr, "gpuaas serve: unexpected argument '%s'\n", argv[optind]);
+    gx_opt_args a;
+    if (gx_opts_parse(serve_sets, argc, argv, &a)) {
+        fprintf(stderr, "gpuaas serve: %s\n", a.err);
         usage(stderr);
+        gx_opts_free(&a);
         return 2;
     }
+    if (gx_opt_has(&a, "help")) { usage(stdout); gx_opts_free(&a); return 1; }
+    if (a.npos) {
+        fprintf(stderr, "gpuaas serve: unexpected argument '%s'\n", a.pos[0]);
+        usage(stderr);
+        gx_opts_free(&a);
+        return 2;
+    }
+    const char *config = gx_opt_get(&a, "config"), *listen = gx_opt_get(&a, "listen"), *data = gx_opt_get(&a, "data-dir");
+    *rotate = gx_opt_has(&a, "rotate-admin-token");
+    gx_opts_free(&a);   /* the values point into argv, which outlives this */
     gx_err e;
     gx_err_clear(&e);
     char buf[1024];
