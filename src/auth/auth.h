@@ -41,7 +41,7 @@ int gx_auth_delete_user(gx_auth *a, const char *name, gx_err *err);
 json_t *gx_auth_users(const gx_auth *a);
 
 /* ---- portal sign-in (src/portal) ---- */
-/* The user of that name, or NULL. The pointer is valid until the user table changes. */
+/* The user of that name, or NULL (valid until that user is deleted, see gx_user). */
 const gx_user *gx_auth_find(const gx_auth *a, const char *name);
 /* Set (replace) a user's sign-in password: Argon2id via crypto_pwhash_str; only the
  * hash string is stored. 8..256 bytes. */
