@@ -261,7 +261,7 @@ static void stop_replica(gx_maas *m, gx_maas_replica *r)
 
 static void scrape_in_free(gx_maas_replica *r)
 {
-    if (r->scrape_in) gx_maas_buf_free(&r->scrape_in->body);
+    if (r->scrape_in) gx_sbuf_free(&r->scrape_in->body);
     free(r->scrape_in);
     r->scrape_in = NULL;
 }
@@ -321,7 +321,7 @@ void gx_maas_models_scrape_done(gx_maas *m, void *easy, int ok)
             if (ok && !in->cut) {
                 int cut;
                 free(r->scraped);
-                r->scraped = gx_maas_scrape_filter(in->body.p, in->body.len, md->name, j, &cut);
+                r->scraped = gx_maas_scrape_filter(in->body.p, in->body.n, md->name, j, &cut);
                 r->scraped_at = gx_maas_mono_ms(m);
                 md->scrapes_ok++;
             } else {
