@@ -10,6 +10,7 @@
 #include "core/place.h"
 #include "gpu/devplugin.h"
 #include "gpu/mig.h"
+#include "lib/alloc.h"
 #include "lib/yaml.h"
 
 void gx_config_defaults(gx_config *c)
@@ -43,8 +44,7 @@ char *gx_read_file(const char *path, size_t max, size_t *len, gx_err *err)
     FILE *f = fopen(path, "rb");
     if (!f) { gx_errf(err, 400, "", "cannot read %s: %s", path, strerror(errno)); return NULL; }
     size_t cap = 65536, n = 0;
-    char *buf = malloc(cap);
-    if (!buf) abort();
+    char *buf = gx_xmalloc(cap);
     size_t r;
     while ((r = fread(buf + n, 1, cap - n - 1, f)) > 0) {
         n += r;
@@ -56,9 +56,7 @@ char *gx_read_file(const char *path, size_t max, size_t *len, gx_err *err)
         }
         if (cap - n - 1 == 0) {
             cap *= 2;
-            char *nb = realloc(buf, cap);
-            if (!nb) abort();
-            buf = nb;
+            buf = gx_xrealloc(buf, cap);
         }
     }
     fclose(f);

@@ -176,6 +176,7 @@ int gx_serve_main(int argc, char **argv)
     int rotate = 0;
     int rc = parse_args(argc, argv, &d->cfg, &rotate);
     if (rc) { gx_config_free(&d->cfg); return rc == 1 ? 0 : rc; }
+    gx_root_env(&d->cfg);
     gx_err e;
     gx_err_clear(&e);
     char buf[1024];

@@ -13,6 +13,7 @@
 #include "gpu/devplugin.h"
 #include "gpu/inventory.h"
 #include "gpu/mig.h"
+#include "lib/alloc.h"
 
 /* A MIG device as NVML reports it (at start, and after `gpus mig apply`). */
 static void mig_from_nvml(gx_gpu_mig_dev *o, const gx_nvml_mig *m)
@@ -48,10 +49,8 @@ static const char *label(const json_t *manifest, const char *key)
 
 static gx_gpu_dev *add_dev(gx_gpu_inv *inv)
 {
-    gx_gpu_dev *d = realloc(inv->devs, (size_t)(inv->n_devs + 1) * sizeof *d);
-    if (!d) abort();
-    inv->devs = d;
-    d = &inv->devs[inv->n_devs++];
+    inv->devs = gx_xgrow(inv->devs, &inv->cap_devs, (size_t)inv->n_devs + 1, sizeof *inv->devs);
+    gx_gpu_dev *d = &inv->devs[inv->n_devs++];
     memset(d, 0, sizeof *d);
     d->nvml_index = -1;
     d->util = -1;
@@ -62,10 +61,8 @@ static gx_gpu_dev *add_dev(gx_gpu_inv *inv)
 
 static int add_node(gx_gpu_inv *inv, const json_t *manifest, const char *name)
 {
-    gx_gpu_node *n = realloc(inv->nodes, (size_t)(inv->n_nodes + 1) * sizeof *n);
-    if (!n) abort();
-    inv->nodes = n;
-    n = &inv->nodes[inv->n_nodes];
+    inv->nodes = gx_xgrow(inv->nodes, &inv->cap_nodes, (size_t)inv->n_nodes + 1, sizeof *inv->nodes);
+    gx_gpu_node *n = &inv->nodes[inv->n_nodes];
     memset(n, 0, sizeof *n);
     snprintf(n->name, sizeof n->name, "%s", name);
     n->manifest = manifest ? json_deep_copy(manifest) : json_pack("{s:s,s:s,s:{s:s},s:{}}", "apiVersion",
@@ -336,8 +333,7 @@ bad:
 
 gx_gpu_inv *gx_gpu_inventory_open(const gx_gpu_config *cfg, gx_err *err)
 {
-    gx_gpu_inv *inv = calloc(1, sizeof *inv);
-    if (!inv) abort();
+    gx_gpu_inv *inv = gx_xcalloc(1, sizeof *inv);
     inv->device_plugin = cfg->device_plugin ? json_incref((json_t *)cfg->device_plugin) : NULL;
     inv->mig_parted = cfg->mig_parted ? json_incref((json_t *)cfg->mig_parted) : NULL;
     snprintf(inv->dp_default, sizeof inv->dp_default, "%s", cfg->device_plugin_default ? cfg->device_plugin_default : "");
@@ -631,8 +627,7 @@ static int mig_apply_node(gx_gpu_inv *inv, int ni, const char *name, json_t **ch
     }
     /* simulated GPUs take the layout from the node's label, which now names `name`; on a
      * conflict (e.g. MIG on a fractional GPU) the node goes back to how it was */
-    gx_gpu_dev *saved = malloc((size_t)inv->n_devs * sizeof *saved);
-    if (!saved) abort();
+    gx_gpu_dev *saved = gx_xreallocarray(NULL, (size_t)inv->n_devs, sizeof *saved);
     memcpy(saved, inv->devs, (size_t)inv->n_devs * sizeof *saved);
     gx_gpu_node old = inv->nodes[ni];
     old.manifest = json_deep_copy(inv->nodes[ni].manifest);

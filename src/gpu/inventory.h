@@ -92,6 +92,7 @@ typedef struct gx_gpu_inv {
     gx_gpu_node *nodes;
     int n_devs;
     gx_gpu_dev *devs;
+    size_t cap_nodes, cap_devs;      /* allocated lengths of nodes and devs (gx_xgrow) */
     int64_t last_sample_ms;
 } gx_gpu_inv;
 

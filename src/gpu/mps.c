@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "gpu/mps.h"
+#include "lib/alloc.h"
 #include "lib/path.h"
 
 #define CMD_TIMEOUT_MS 5000
@@ -214,8 +215,7 @@ static void start_one(gx_gpu_mps *m, mps_gpu *g, const gx_gpu_dev *d, const char
 
 gx_gpu_mps *gx_gpu_mps_start(const gx_gpu_inv *inv, const char *root, FILE *log)
 {
-    gx_gpu_mps *m = calloc(1, sizeof *m);
-    if (!m) abort();
+    gx_gpu_mps *m = gx_xcalloc(1, sizeof *m);
     m->nvml = inv ? inv->nvml : NULL;
     /* a compute mode left changed by a run that crashed, on a GPU that is no longer MPS */
     for (int i = 0; m->nvml && i < inv->n_devs; i++) {
@@ -230,8 +230,7 @@ gx_gpu_mps *gx_gpu_mps_start(const gx_gpu_inv *inv, const char *root, FILE *log)
     for (int i = 0; inv && i < inv->n_devs; i++)
         need += inv->devs[i].mode == GX_SHARE_MPS || inv->devs[i].mode == GX_SHARE_FRACTIONAL;
     if (!need) return m;
-    m->g = calloc((size_t)need, sizeof *m->g);
-    if (!m->g) abort();
+    m->g = gx_xcalloc((size_t)need, sizeof *m->g);
     int have = find_binary();
     for (int i = 0; i < inv->n_devs; i++) {
         const gx_gpu_dev *d = &inv->devs[i];

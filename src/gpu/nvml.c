@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "gpu/nvml.h"
+#include "lib/alloc.h"
 
 typedef int nvml_ret;                       /* nvmlReturn_t */
 typedef struct nvml_dev_st *nvml_dev;       /* nvmlDevice_t */
@@ -155,8 +156,7 @@ gx_nvml *gx_gpu_nvml_open(const char *path, gx_err *err)
         gx_errf(err, 500, "inventory.source", "cannot load %s: %s", p, dlerror());
         return NULL;
     }
-    gx_nvml *n = calloc(1, sizeof *n);
-    if (!n) abort();
+    gx_nvml *n = gx_xcalloc(1, sizeof *n);
     n->lib = lib;
     for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {
         void *s = dlsym(lib, table[i].name);

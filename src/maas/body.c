@@ -406,7 +406,7 @@ static int insert_members(const char *p, size_t len, int usage, int64_t grant, c
     for (q = brace + 1; q < p + len && (*q == ' ' || *q == '\n' || *q == '\r' || *q == '\t'); q++) {}
     if (q < p + len && *q == '}') k--;   /* an empty object: no comma after the last member */
     char *b = malloc(len + k + 1);
-    if (!b) abort();
+    if (!b) return -1;   /* this request is refused (500), the others go on */
     memcpy(b, p, pre);
     memcpy(b + pre, ins, k);
     memcpy(b + pre + k, p + pre, len - pre);

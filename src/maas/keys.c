@@ -25,6 +25,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include "lib/alloc.h"
 #include "lib/gxtime.h"
 #include "ops/ops.h"
 #include "maas/maas_int.h"
@@ -58,12 +59,7 @@ static int hexv(char c)
 
 static void add_mem(gx_maas_keys *k, gx_maas_key *key)
 {
-    if (k->n == k->cap) {
-        k->cap = k->cap ? k->cap * 2 : 64;
-        gx_maas_key **a = realloc(k->all, k->cap * sizeof *a);
-        if (!a) abort();
-        k->all = a;
-    }
+    k->all = gx_xgrow(k->all, &k->cap, k->n + 1, sizeof *k->all);
     k->all[k->n++] = key;
     gx_strmap_put(&k->by_id, key->id, key);
 }
@@ -96,8 +92,7 @@ static size_t forget_ended(gx_maas_keys *k, int64_t now, size_t keep)
     size_t nend = 0;
     for (size_t i = 0; i < k->n; i++) nend += !key_active(k->all[i], now);
     if (nend <= keep) return 0;
-    gx_maas_key **v = malloc(nend * sizeof *v);
-    if (!v) abort();
+    gx_maas_key **v = gx_xreallocarray(NULL, nend, sizeof *v);
     size_t j = 0;
     for (size_t i = 0; i < k->n; i++)
         if (!key_active(k->all[i], now)) v[j++] = k->all[i];
@@ -162,8 +157,7 @@ gx_maas_keys *gx_maas_keys_open(gx_store *st, const char *data_dir, const long c
     json_array_foreach(rows, i, r) {
         const char *hex = json_string_value(json_object_get(r, "hash"));
         if (!hex || strlen(hex) != 2 * GX_MAAS_HASH) continue;
-        gx_maas_key *key = calloc(1, sizeof *key);
-        if (!key) abort();
+        gx_maas_key *key = gx_xcalloc(1, sizeof *key);
         snprintf(key->id, sizeof key->id, "%s", json_string_value(json_object_get(r, "id")));
         snprintf(key->name, sizeof key->name, "%s", json_string_value(json_object_get(r, "name")));
         snprintf(key->user, sizeof key->user, "%s", json_string_value(json_object_get(r, "user")));
@@ -243,8 +237,7 @@ gx_maas_key *gx_maas_keys_create(gx_maas_keys *k, const char *name, const char *
     if (check_caps(k, user, now, err)) return NULL;
     forget_ended(k, now, k->max_ended);   /* the table's bound: see the top of the file */
     static const char alnum[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
-    gx_maas_key *key = calloc(1, sizeof *key);
-    if (!key) abort();
+    gx_maas_key *key = gx_xcalloc(1, sizeof *key);
     snprintf(key->name, sizeof key->name, "%s", name);
     snprintf(key->user, sizeof key->user, "%s", user);
     snprintf(key->ns, sizeof key->ns, "%s", ns);

@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "lib/alloc.h"
 #include "maas/maas_int.h"
 #include "lib/gxtime.h"
 #include "lib/sbuf.h"
@@ -446,8 +447,7 @@ gx_maas_user_bucket *gx_maas_tier_user_ensure(gx_maas_tier *t, const char *user)
     /* Bounded without a cap of its own: a bucket is made for a user who holds a key of
      * the tier (users are registered accounts, each with at most 100 active keys), or
      * read back at start from what such users left; never for a name a client sends. */
-    ub = calloc(1, sizeof *ub);
-    if (!ub) abort();
+    ub = gx_xcalloc(1, sizeof *ub);
     snprintf(ub->user, sizeof ub->user, "%s", user);
     gx_strmap_put(&t->user_buckets, user, ub);
     return ub;

@@ -112,8 +112,7 @@ char *gx_maas_metrics(gx_maas *m, char *text)
              "# HELP gpuaas_gateway_upstream_pauses_total Times an upstream was paused for a slow client\n"
              "# TYPE gpuaas_gateway_upstream_pauses_total counter\ngpuaas_gateway_upstream_pauses_total %llu\n",
              gx_maas_proxy_inflight(m->proxy), (unsigned long long)gx_maas_proxy_pauses(m->proxy));
-    char *t = realloc(text, n + strlen(extra) + 1);
-    if (!t) abort();
+    char *t = gx_xrealloc(text, n + strlen(extra) + 1);
     memcpy(t + n, extra, strlen(extra) + 1);
     return gx_maas_models_metrics(m, t, gx_maas_mono_ms(m)); /* the model servers' vllm:* families last */
 }
@@ -197,8 +196,7 @@ gx_maas_tier *gx_maas_tier_ensure(gx_maas *m, const char *name)
 {
     gx_maas_tier *t = gx_strmap_get(&m->tiers, name);
     if (!t) {
-        t = calloc(1, sizeof *t);
-        if (!t) abort();
+        t = gx_xcalloc(1, sizeof *t);
         snprintf(t->name, sizeof t->name, "%s", name);
         gx_strmap_put(&m->tiers, name, t);
     }

@@ -10,6 +10,7 @@
 #include <jansson.h>
 #include "net/http.h"
 #include "lib/err.h"
+#include "lib/sbuf.h"
 #include "lib/strmap.h"
 #include "lib/wlkey.h"
 #include "store/store.h"
@@ -229,13 +230,9 @@ typedef struct gx_maas_sse {
     int64_t content_chunks, content_bytes;
 } gx_maas_sse;
 
-typedef struct gx_maas_buf { char *p; size_t len, cap, off; } gx_maas_buf;
-void gx_maas_buf_add(gx_maas_buf *b, const char *p, size_t n);
-void gx_maas_buf_free(gx_maas_buf *b);
-
-/* Feed upstream bytes; complete events go to out (usage chunk handled as the issue
- * says). flush=1 at the end of the stream passes on what is left. */
-void gx_maas_sse_feed(gx_maas_sse *s, const char *p, size_t n, gx_maas_buf *out, int flush);
+/* Feed upstream bytes; complete events are appended to out (usage chunk handled as the
+ * issue says). flush=1 at the end of the stream passes on what is left. */
+void gx_maas_sse_feed(gx_maas_sse *s, const char *p, size_t n, gx_sbuf *out, int flush);
 void gx_maas_sse_free(gx_maas_sse *s);
 /* Usage of a non-streamed answer; 0 when found. */
 int gx_maas_usage_of(const char *body, size_t len, int64_t *prompt, int64_t *completion, int64_t *content_bytes);
@@ -282,7 +279,7 @@ void gx_maas_proxy_free_headers(void *hdrs);
 void gx_maas_proxy_probe_cancel(gx_maas_proxy *p, void *easy);
 /* The body of a scrape: at most GX_MAAS_SCRAPE_MAX_BODY bytes, cut (and failed) beyond. */
 typedef struct gx_maas_scrape_in {
-    gx_maas_buf body;
+    gx_sbuf body;
     int cut;
 } gx_maas_scrape_in;
 /* Start a GET of a replica's /metrics into in (kept by the caller until it ends);

@@ -22,6 +22,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
+#include "lib/alloc.h"
 #include "ops/ops.h"
 #include "lib/sbuf.h"
 #include "maas/maas_int.h"
@@ -181,8 +182,7 @@ static void rebuild_served(gx_maas *m)
 
 static gx_maas_replica *new_replica(const char *url)
 {
-    gx_maas_replica *r = calloc(1, sizeof *r);
-    if (!r) abort();
+    gx_maas_replica *r = gx_xcalloc(1, sizeof *r);
     snprintf(r->url, sizeof r->url, "%s", url);
     size_t n = strlen(r->url);
     while (n && r->url[n - 1] == '/') r->url[--n] = 0;
@@ -261,7 +261,7 @@ static void stop_replica(gx_maas *m, gx_maas_replica *r)
 
 static void scrape_in_free(gx_maas_replica *r)
 {
-    if (r->scrape_in) gx_maas_buf_free(&r->scrape_in->body);
+    if (r->scrape_in) gx_sbuf_free(&r->scrape_in->body);
     free(r->scrape_in);
     r->scrape_in = NULL;
 }
@@ -283,7 +283,7 @@ static void scrape_start(gx_maas *m, gx_maas_model *md, gx_maas_replica *r, int6
 {
     char url[300];
     snprintf(url, sizeof url, "%s/metrics", r->url);
-    if (!(r->scrape_in = calloc(1, sizeof *r->scrape_in))) abort();
+    r->scrape_in = gx_xcalloc(1, sizeof *r->scrape_in);
     r->scrape = gx_maas_proxy_scrape(m->proxy, url, md->auth, &r->scrape_hdrs, r->scrape_in);
     if (!r->scrape) {
         scrape_in_free(r);
@@ -321,7 +321,7 @@ void gx_maas_models_scrape_done(gx_maas *m, void *easy, int ok)
             if (ok && !in->cut) {
                 int cut;
                 free(r->scraped);
-                r->scraped = gx_maas_scrape_filter(in->body.p, in->body.len, md->name, j, &cut);
+                r->scraped = gx_maas_scrape_filter(in->body.p, in->body.n, md->name, j, &cut);
                 r->scraped_at = gx_maas_mono_ms(m);
                 md->scrapes_ok++;
             } else {
@@ -354,12 +354,7 @@ char *gx_maas_models_metrics(gx_maas *m, char *text, int64_t now)
         for (int j = 0; j < md->nrep; j++) {
             const gx_maas_replica *r = md->rep[j];
             if (!r->scraped || !r->ready || now - r->scraped_at > SCRAPE_MAX_AGE_MS) continue;
-            if (n == cap) {
-                cap = cap ? cap * 2 : 16;
-                const char **v = realloc(texts, cap * sizeof *v);
-                if (!v) abort();
-                texts = v;
-            }
+            texts = gx_xgrow(texts, &cap, n + 1, sizeof *texts);
             texts[n++] = r->scraped;
         }
     }
@@ -375,8 +370,7 @@ void gx_maas_models_apply(gx_maas *m, const json_t *doc)
     gx_maas_model *md = gx_strmap_get(&m->models, name);
     if (md && md->present && json_equal(md->spec, (json_t *)spec)) return;
     if (!md) {
-        md = calloc(1, sizeof *md);
-        if (!md) abort();
+        md = gx_xcalloc(1, sizeof *md);
         snprintf(md->name, sizeof md->name, "%s", name);
         gx_strmap_put(&m->models, name, md);
     }

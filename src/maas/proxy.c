@@ -98,7 +98,7 @@ static void settle(call *c, int status, int refund)
         if (c->sse.have_usage) { prompt = c->sse.prompt; completion = c->sse.completion; }
         else { est = 1; prompt = c->prompt_est; completion = c->sse.content_chunks; }
     } else if (!c->stream && status == 200) {   /* a plain answer, delivered whole */
-        if (gx_maas_usage_of(c->out.p ? c->out.p : "", c->out.len, &prompt, &completion, &content)) {
+        if (gx_maas_usage_of(c->out.b.p ? c->out.b.p : "", c->out.b.n, &prompt, &completion, &content)) {
             est = 1;
             prompt = c->prompt_est;
             completion = (content + 3) / 4;
@@ -123,7 +123,7 @@ static void free_call(call *c)
 {
     unlink_call(c->m->proxy, c);
     if (c->own_body) free(c->body);
-    gx_maas_buf_free(&c->out);
+    gx_sbuf_free(&c->out.b);
     gx_maas_sse_free(&c->sse);
     free(c);
 }
@@ -137,7 +137,7 @@ void gx_maas_proxy_release(void *ud)
         c->req = NULL;
         if (c->active) { /* client left mid-answer: cancel the upstream request */
             gx_maas_proxy_io_stop(c);
-            gx_maas_sse_feed(&c->sse, "", 0, &c->out, 1);
+            gx_maas_sse_feed(&c->sse, "", 0, &c->out.b, 1);
             settle(c, 499, 0);
             c->state = DONE;
         }
@@ -156,22 +156,23 @@ static void fail(call *c, int status, const char *type, const char *code, const 
 /* An upstream error body in OpenAI's envelope (older vLLM answers {"object":"error",...}). */
 static void wrap_error(call *c)
 {
-    json_t *j = json_loadb(c->out.p ? c->out.p : "", c->out.len, 0, NULL);
+    json_t *j = json_loadb(c->out.b.p ? c->out.b.p : "", c->out.b.n, 0, NULL);
     if (json_is_object(json_object_get(j, "error"))) { json_decref(j); return; }
     const char *msg = json_string_value(json_object_get(j, "message"));
     json_t *code = json_object_get(j, "code");
     char cbuf[32] = "";
     if (json_is_integer(code)) snprintf(cbuf, sizeof cbuf, "%lld", (long long)json_integer_value(code));
     char text[300];
-    snprintf(text, sizeof text, "%.*s", (int)(c->out.len > 200 ? 200 : c->out.len), c->out.p ? c->out.p : "");
+    snprintf(text, sizeof text, "%.*s", (int)(c->out.b.n > 200 ? 200 : c->out.b.n), c->out.b.p ? c->out.b.p : "");
     json_t *env = json_pack("{s:{s:s,s:s,s:n,s:s?}}", "error", "message", msg ? msg : text[0] ? text : "upstream error",
                             "type", json_string_value(json_object_get(j, "type")) ?: "upstream_error", "param",
                             "code", json_is_string(code) ? json_string_value(code) : cbuf[0] ? cbuf : NULL);
     json_decref(j);
     char *s = json_dumps(env, JSON_COMPACT);
     json_decref(env);
-    gx_maas_buf_free(&c->out);
-    if (s) { gx_maas_buf_add(&c->out, s, strlen(s)); free(s); }
+    gx_sbuf_reset(&c->out.b);
+    gx_sbuf_puts(&c->out.b, s);
+    free(s);
     snprintf(c->ctype, sizeof c->ctype, "application/json");
 }
 
@@ -194,11 +195,11 @@ void gx_maas_proxy_end(call *c, int ok, int got_bytes, const char *why)
         fail(c, 502, "api_error", "upstream_unavailable", msg);
         settle(c, 502, 1);
     } else if (c->stream && c->status == 200) {
-        gx_maas_sse_feed(&c->sse, "", 0, &c->out, 1);
+        gx_maas_sse_feed(&c->sse, "", 0, &c->out.b, 1);
         if (!ok) {
             static const char ev[] = "data: {\"error\":{\"message\":\"the model server stopped in the middle of the "
                                      "answer\",\"type\":\"api_error\",\"param\":null,\"code\":\"upstream_error\"}}\n\n";
-            gx_maas_buf_add(&c->out, ev, sizeof ev - 1);
+            gx_sbuf_put(&c->out.b, ev, sizeof ev - 1);
         }
         settle(c, ok ? 200 : 502, 0);
     } else {
@@ -235,10 +236,9 @@ void gx_maas_proxy_complete(call *c)
     } else {
         r.status = (int)c->status;
         r.ctype = c->ctype;
-        r.text = c->out.p ? c->out.p : gx_xcalloc(1, 1);
-        r.text_len = c->out.len;
-        c->out.p = NULL;
-        c->out.len = c->out.cap = c->out.off = 0;
+        r.text_len = c->out.b.n;
+        r.text = gx_sbuf_take(&c->out.b);   /* the answer's bytes, not a copy */
+        c->out.off = 0;
     }
     if (gx_http_complete(c->req, &r) && r.stream.read) c->refs--;   /* not taken */
 }

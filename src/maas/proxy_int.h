@@ -16,6 +16,10 @@
  * DONE: the transfer ended and the outcome is settled. */
 enum { WAITING, STREAMING, DONE };
 
+/* The answer on its way to the client: appended at the end (lib/sbuf), sent from off
+ * (a streaming client drains it as it comes; lib/sbuf keeps no read cursor). */
+typedef struct gx_maas_out { gx_sbuf b; size_t off; } gx_maas_out;
+
 typedef struct gx_maas_call gx_maas_call;
 struct gx_maas_call {
     gx_maas *m;
@@ -39,7 +43,7 @@ struct gx_maas_call {
     int too_big;
     long status;
     char ctype[128];
-    gx_maas_buf out;
+    gx_maas_out out;
     gx_maas_sse sse;
     int state, refs, gone, paused;
     void *wake;

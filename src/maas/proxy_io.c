@@ -161,8 +161,8 @@ static size_t scrape_write(char *ptr, size_t size, size_t n, void *ud)
 {
     gx_maas_scrape_in *in = ud;
     size_t len = size * n;
-    if (in->body.len + len > GX_MAAS_SCRAPE_MAX_BODY) { in->cut = 1; return 0; }
-    gx_maas_buf_add(&in->body, ptr, len);
+    if (in->body.n + len > GX_MAAS_SCRAPE_MAX_BODY) { in->cut = 1; return 0; }
+    gx_sbuf_put(&in->body, ptr, len);
     return len;
 }
 
@@ -244,14 +244,26 @@ static void resume_upstream(call *c)
     else if (c->easy) curl_easy_pause(c->easy, CURLPAUSE_CONT); /* may deliver the held data right here */
 }
 
+/* Room for about add more bytes of a stream: the front the client already has is given
+ * back before the buffer grows (the client drains it while the upstream fills it, so
+ * without this a stream never fully drained would grow for as long as it lasts). */
+static void out_room(gx_maas_out *o, size_t add)
+{
+    if (!o->off || o->b.n + add + 1 <= o->b.cap) return;
+    memmove(o->b.p, o->b.p + o->off, o->b.n - o->off + 1);   /* with the terminator */
+    o->b.n -= o->off;
+    o->off = 0;
+}
+
 /* Bytes of the answer. Returns -1 when the answer is too large to buffer (the caller
  * ends the transfer). */
 static int sink_body(call *c, const char *p, size_t n)
 {
     if (c->t_first <= 0) c->t_first = gx_maas_mono();
     if (c->stream && c->status == 200) {
-        gx_maas_sse_feed(&c->sse, p, n, &c->out, 0);
-        if (c->out.len - c->out.off > HIGH_WATER) pause_upstream(c);
+        out_room(&c->out, n);
+        gx_maas_sse_feed(&c->sse, p, n, &c->out.b, 0);
+        if (c->out.b.n - c->out.off > HIGH_WATER) pause_upstream(c);
         if (c->state == WAITING) {
             c->state = STREAMING;
             gx_maas_proxy_complete(c);
@@ -260,8 +272,8 @@ static int sink_body(call *c, const char *p, size_t n)
         }
         return 0;
     }
-    if (c->out.len + n > MAX_ANSWER) return -1;
-    gx_maas_buf_add(&c->out, p, n);
+    if (c->out.b.n + n > MAX_ANSWER) return -1;
+    gx_sbuf_put(&c->out.b, p, n);
     return 0;
 }
 
@@ -398,18 +410,18 @@ static ssize_t stream_read(void *ud, char *buf, size_t max)
 {
     call *c = ud;
     int64_t now = gx_maas_mono_ms(c->m);
-    size_t avail = c->out.len - c->out.off;
+    size_t avail = c->out.b.n - c->out.off;
     if (!avail && c->paused && c->active) {
         resume_upstream(c);
-        avail = c->out.len - c->out.off;
+        avail = c->out.b.n - c->out.off;
     }
     if (avail) {
         size_t n = avail < max ? avail : max;
-        memcpy(buf, c->out.p + c->out.off, n);
+        memcpy(buf, c->out.b.p + c->out.off, n);
         c->out.off += n;
-        if (c->out.off == c->out.len) c->out.off = c->out.len = 0;
+        if (c->out.off == c->out.b.n) { c->out.off = 0; gx_sbuf_reset(&c->out.b); }   /* all sent: start over */
         c->last_send = now;
-        if (c->paused && c->active && c->out.len - c->out.off < LOW_WATER) resume_upstream(c);
+        if (c->paused && c->active && c->out.b.n - c->out.off < LOW_WATER) resume_upstream(c);
         return (ssize_t)n;
     }
     if (c->state == DONE) return -1;

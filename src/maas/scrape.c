@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "lib/alloc.h"
 #include "lib/strmap.h"
 #include "maas/scrape.h"
 
@@ -306,14 +307,9 @@ static family *family_of(families *fs, const char *line, size_t n)
     name[e - i] = 0;
     family *f = gx_strmap_get(&fs->by_name, name);
     if (f) return f;
-    if (!(f = calloc(1, sizeof *f))) abort();
+    f = gx_xcalloc(1, sizeof *f);
     memcpy(f->name, name, e - i + 1);
-    if (fs->n == fs->cap) {
-        fs->cap = fs->cap ? fs->cap * 2 : 64;
-        family **v = realloc(fs->v, fs->cap * sizeof *v);
-        if (!v) abort();
-        fs->v = v;
-    }
+    fs->v = gx_xgrow(fs->v, &fs->cap, fs->n + 1, sizeof *fs->v);
     fs->v[fs->n++] = f;
     gx_strmap_put(&fs->by_name, name, f);
     return f;
@@ -323,12 +319,7 @@ static family *family_of(families *fs, const char *line, size_t n)
 static void add_seg(family *f, const char *p, size_t n)
 {
     if (f->nseg && f->segs[f->nseg - 1].p + f->segs[f->nseg - 1].n == p) { f->segs[f->nseg - 1].n += n; return; }
-    if (f->nseg == f->cap) {
-        f->cap = f->cap ? f->cap * 2 : 8;
-        seg *v = realloc(f->segs, f->cap * sizeof *v);
-        if (!v) abort();
-        f->segs = v;
-    }
+    f->segs = gx_xgrow(f->segs, &f->cap, f->nseg + 1, sizeof *f->segs);
     f->segs[f->nseg++] = (seg){p, n};
 }
 

@@ -7,36 +7,8 @@
  * ask for: everything else passes byte for byte, in order. */
 #include <stdlib.h>
 #include <string.h>
+#include "lib/alloc.h"
 #include "maas/maas_int.h"
-
-void gx_maas_buf_add(gx_maas_buf *b, const char *p, size_t n)
-{
-    if (!n) return;
-    if (b->off && b->off == b->len) b->off = b->len = 0;
-    if (b->len + n > b->cap) {
-        if (b->off) { /* reuse the consumed front before growing */
-            memmove(b->p, b->p + b->off, b->len - b->off);
-            b->len -= b->off;
-            b->off = 0;
-        }
-        if (b->len + n > b->cap) {
-            size_t cap = b->cap ? b->cap : 4096;
-            while (cap < b->len + n) cap *= 2;
-            char *q = realloc(b->p, cap + 1);
-            if (!q) abort();
-            b->p = q;
-            b->cap = cap;
-        }
-    }
-    memcpy(b->p + b->len, p, n);
-    b->len += n;
-}
-
-void gx_maas_buf_free(gx_maas_buf *b)
-{
-    free(b->p);
-    memset(b, 0, sizeof *b);
-}
 
 static int is_ws(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
 
@@ -148,7 +120,7 @@ static void read_usage(const json_t *u, int64_t *prompt, int64_t *completion)
 }
 
 /* One complete event (with its terminator). */
-static void event(gx_maas_sse *s, const char *ev, size_t n, gx_maas_buf *out)
+static void event(gx_maas_sse *s, const char *ev, size_t n, gx_sbuf *out)
 {
     /* The common case: no usage in it, pass it on untouched. memmem, not strstr:
      * the event is not NUL-terminated. */
@@ -158,23 +130,23 @@ static void event(gx_maas_sse *s, const char *ev, size_t n, gx_maas_buf *out)
         s->content_bytes += (int64_t)n;
     }
     const char *u = memmem(ev, n, "\"usage\"", 7);
-    if (!u || n < 6 || memcmp(ev, "data:", 5)) { gx_maas_buf_add(out, ev, n); return; }
+    if (!u || n < 6 || memcmp(ev, "data:", 5)) { gx_sbuf_put(out, ev, n); return; }
     size_t skip = ev[5] == ' ' ? 6 : 5;
     /* "usage": null rides on every chunk of some servers: only an object matters */
     const char *uv = top_value(ev + skip, n - skip, "usage");
-    if (!uv || *uv != '{') { gx_maas_buf_add(out, ev, n); return; }
+    if (!uv || *uv != '{') { gx_sbuf_put(out, ev, n); return; }
     if (!s->strip_usage && !scan_usage(uv, ev + n, &s->prompt, &s->completion)) {
         s->have_usage = 1; /* the client asked for it: pass it on untouched, no parse */
-        gx_maas_buf_add(out, ev, n);
+        gx_sbuf_put(out, ev, n);
         return;
     }
     json_error_t je;
     json_t *j = json_loadb(ev + skip, n - skip, JSON_DISABLE_EOF_CHECK, &je);
     json_t *usage = json_object_get(j, "usage");
-    if (!json_is_object(usage)) { json_decref(j); gx_maas_buf_add(out, ev, n); return; }
+    if (!json_is_object(usage)) { json_decref(j); gx_sbuf_put(out, ev, n); return; }
     s->have_usage = 1;
     read_usage(usage, &s->prompt, &s->completion);
-    if (!s->strip_usage) { json_decref(j); gx_maas_buf_add(out, ev, n); return; }
+    if (!s->strip_usage) { json_decref(j); gx_sbuf_put(out, ev, n); return; }
     json_t *ch = json_object_get(j, "choices");
     if (json_is_array(ch) && json_array_size(ch) == 0) { json_decref(j); return; } /* usage-only chunk: drop */
     /* usage riding on a chunk that also has choices: keep the chunk, hide the usage */
@@ -182,9 +154,9 @@ static void event(gx_maas_sse *s, const char *ev, size_t n, gx_maas_buf *out)
     char *txt = json_dumps(j, JSON_COMPACT | JSON_PRESERVE_ORDER);
     json_decref(j);
     if (!txt) return;
-    gx_maas_buf_add(out, "data: ", 6);
-    gx_maas_buf_add(out, txt, strlen(txt));
-    gx_maas_buf_add(out, "\n\n", 2);
+    gx_sbuf_put(out, "data: ", 6);
+    gx_sbuf_put(out, txt, strlen(txt));
+    gx_sbuf_put(out, "\n\n", 2);
     free(txt);
 }
 
@@ -199,7 +171,7 @@ static size_t event_end(const char *p, size_t from, size_t n)
     return 0;
 }
 
-void gx_maas_sse_feed(gx_maas_sse *s, const char *p, size_t n, gx_maas_buf *out, int flush)
+void gx_maas_sse_feed(gx_maas_sse *s, const char *p, size_t n, gx_sbuf *out, int flush)
 {
     /* Fast path: nothing pending and the data is whole events: no copy into pend. */
     size_t start = 0, end;
@@ -213,14 +185,8 @@ void gx_maas_sse_feed(gx_maas_sse *s, const char *p, size_t n, gx_maas_buf *out,
         start = 0;
     }
     if (n) {
-        if (s->plen + n > s->pcap) {
-            size_t cap = s->pcap ? s->pcap : 4096;
-            while (cap < s->plen + n) cap *= 2;
-            char *q = realloc(s->pend, cap);
-            if (!q) abort();
-            s->pend = q;
-            s->pcap = cap;
-        }
+        if (s->plen + n > s->pcap)   /* from 4 KiB: most cut events fit the first block */
+            s->pend = gx_xgrow(s->pend, &s->pcap, s->plen + n > 4096 ? s->plen + n : 4096, 1);
         size_t from = s->plen > 2 ? s->plen - 2 : 0; /* a terminator may straddle the cut */
         memcpy(s->pend + s->plen, p, n);
         s->plen += n;

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <stddef.h>
 #include <string.h>
+#include "lib/alloc.h"
 #include "lib/sbuf.h"
 #include "lib/strmap.h"
 #include "maas/maas_int.h"
@@ -66,12 +67,10 @@ struct gx_maas_usage {
 
 gx_maas_usage *gx_maas_usage_new(gx_store *st)
 {
-    gx_maas_usage *u = calloc(1, sizeof *u);
-    if (!u) abort();
+    gx_maas_usage *u = gx_xcalloc(1, sizeof *u);
     u->st = st;
-    u->s = calloc(MAX_SERIES, sizeof *u->s);
-    u->us = calloc(MAX_USER_SERIES, sizeof *u->us);
-    if (!u->s || !u->us) abort();
+    u->s = gx_xcalloc(MAX_SERIES, sizeof *u->s);
+    u->us = gx_xcalloc(MAX_USER_SERIES, sizeof *u->us);
     gx_strmap_init(&u->us_by);
     return u;
 }
@@ -137,12 +136,7 @@ static void observe(hist *h, const double *bounds, size_t nb, double v)
 static void pend(gx_maas_usage *u, const gx_maas_record *r)
 {
     if (u->n == MAX_PENDING) { u->dropped++; return; } /* the store is stuck: keep serving */
-    if (u->n == u->cap) {
-        u->cap = u->cap ? u->cap * 2 : 256;
-        gx_maas_record *p = realloc(u->pend, u->cap * sizeof *p);
-        if (!p) abort();
-        u->pend = p;
-    }
+    u->pend = gx_xgrow(u->pend, &u->cap, u->n + 1, sizeof *u->pend);
     u->pend[u->n++] = *r;
 }
 
@@ -171,8 +165,7 @@ void gx_maas_usage_flush(gx_maas_usage *u, int64_t now, int force)
 {
     if (!u->n || (!force && now - u->last_flush < FLUSH_MS)) return;
     u->last_flush = now;
-    gx_store_usage *rows = calloc(u->n, sizeof *rows);
-    if (!rows) abort();
+    gx_store_usage *rows = gx_xcalloc(u->n, sizeof *rows);
     for (size_t i = 0; i < u->n; i++) {
         const gx_maas_record *r = &u->pend[i];
         rows[i] = (gx_store_usage){.ts_ms = r->ts_ms, .key_id = r->key_id, .user = r->user, .ns = r->ns,
@@ -245,12 +238,7 @@ static void add_row(rows *w, const char *scope, const char *name, const char *ki
                     int64_t used, int64_t now)
 {
     if (len <= 0 || start + len <= now) return; /* empty slot, or a window already over */
-    if (w->n == w->cap) {
-        w->cap = w->cap ? w->cap * 2 : 64;
-        gx_store_rate_window *p = realloc(w->r, w->cap * sizeof *p);
-        if (!p) abort();
-        w->r = p;
-    }
+    w->r = gx_xgrow(w->r, &w->cap, w->n + 1, sizeof *w->r);
     w->r[w->n++] = (gx_store_rate_window){scope, name, kind, len, start, used};
 }
 
@@ -277,8 +265,7 @@ void gx_maas_windows_flush(gx_maas *m, int64_t now, int force)
     size_t nu = 0, k = 0;
     TIERS_FOREACH(m, t) nu += users_dirty(t);
     typedef char user_name[sizeof t->name + sizeof ((gx_maas_user_bucket *)0)->user];
-    user_name *names = nu ? calloc(nu, sizeof *names) : NULL;
-    if (nu && !names) abort();
+    user_name *names = nu ? gx_xcalloc(nu, sizeof *names) : NULL;
     TIERS_FOREACH(m, t) {
         if (!t->dirty) continue;
         if (t->bucket.dirty) add_bucket(&w, "tier", t->name, &t->bucket, now);
@@ -373,7 +360,7 @@ static void hist_put(gx_sbuf *o, const char *name, const char *labels, const his
 char *gx_maas_usage_metrics(gx_maas_usage *u, char *text)
 {
     gx_sbuf o = {text, text ? strlen(text) : 0, text ? strlen(text) + 1 : 0};
-    if (!o.p) { o.cap = 4096; o.p = calloc(1, o.cap); if (!o.p) abort(); }
+    if (!o.p) { o.cap = 4096; o.p = gx_xcalloc(1, o.cap); }
     char l[400];
     static const struct { const char *name, *help; size_t off; } lim[] = {
         {"authorized_calls", "Gateway requests admitted (Limitador's name)", offsetof(useries, calls)},

@@ -11,6 +11,7 @@
 #include <sys/epoll.h>
 #include <time.h>
 #include <unistd.h>
+#include "lib/alloc.h"
 #include "net/loop.h"
 
 typedef struct watch { gx_fd_fn fn; void *ud; int used; } watch;
@@ -91,13 +92,7 @@ void gx_loop_unwatch(gx_loop *l, int fd)
 
 uint64_t gx_loop_at(gx_loop *l, int64_t at_ms, gx_timer_fn fn, void *ud)
 {
-    if (l->nt == l->capt) {
-        size_t cap = l->capt ? l->capt * 2 : 16;
-        timer *t = realloc(l->t, cap * sizeof *t);
-        if (!t) abort();
-        l->t = t;
-        l->capt = cap;
-    }
+    l->t = gx_xgrow(l->t, &l->capt, l->nt + 1, sizeof *l->t);
     uint64_t id = l->next_id++;
     l->t[l->nt++] = (timer){id, at_ms, fn, ud};
     return id;

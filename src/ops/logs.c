@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include "lib/alloc.h"
 #include "ops/daemon.h"
 
 #define MAX_PODS 1024
@@ -91,7 +92,7 @@ int gx_d_logs(gx_daemon *d, const char *key, int pod, int follow, gx_resp *resp,
     if (pod >= MAX_PODS || pod >= n)
         return gx_errf(err, 404, "pod", "workload %s has no pod %d (pods 0..%d)", key, pod, n - 1);
     logstream *ls = calloc(1, sizeof *ls);
-    if (!ls) abort();
+    if (!ls) return gx_errf(err, 503, "", "out of memory starting the log stream of %s; retry shortly", key);
     ls->d = d;
     if (gx_wlkey_parse(&ls->key, key, err)) { free(ls); return -1; }
     ls->pod = pod;

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include "lib/alloc.h"
 #include "lib/wlkey.h"
 #include "portal/portal_int.h"
 #include "lib/gxtime.h"
@@ -62,8 +63,7 @@ static int64_t estimate_start(gx_portal_ctx *c, const json_t *wl, int64_t pos, i
     gx_wl_filter f = {.cluster_queue = cq, .state = "Admitted"};
     json_t *adm = gx_d_list(c->d, &f);
     size_t n = json_array_size(adm), k = 0, i;
-    int64_t *ends = calloc(n + 1, sizeof *ends);
-    if (!ends) abort();
+    int64_t *ends = gx_xcalloc(n + 1, sizeof *ends);
     const json_t *x;
     int unlimited = 0;
     json_array_foreach(adm, i, x) {
@@ -230,8 +230,7 @@ static void timeline(gx_sbuf *b, const json_t *w)
 {
     const json_t *conds = json_object_get(w, "conditions");
     size_t n = json_array_size(conds), i;
-    json_t **v = calloc(n + 1, sizeof *v);
-    if (!v) abort();
+    json_t **v = gx_xcalloc(n + 1, sizeof *v);
     for (i = 0; i < n; i++) v[i] = json_array_get(conds, i);
     qsort(v, n, sizeof *v, by_time);
     const char *created = json_string_value(json_object_get(w, "createdAt"));

@@ -84,8 +84,7 @@ static int asset(gx_portal_ctx *c, const char *name)
         gx_resp *r = c->resp;
         r->status = 200;
         free(r->text);
-        r->text = malloc(a->len + 1);
-        if (!r->text) abort();
+        r->text = gx_xmalloc(a->len + 1);
         memcpy(r->text, a->data, a->len);
         r->text[a->len] = 0;
         r->text_len = a->len;

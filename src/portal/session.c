@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "lib/alloc.h"
 #include "portal/portal_int.h"
 #include "store/sessions.h"
 
@@ -77,13 +78,7 @@ static void drop(gx_portal *p, size_t i)
 
 static gx_portal_session *slot(gx_portal *p)
 {
-    if (p->nsess == p->capsess) {
-        size_t cap = p->capsess ? p->capsess * 2 : 16;
-        gx_portal_session *n = realloc(p->sess, cap * sizeof *n);
-        if (!n) abort();
-        p->sess = n;
-        p->capsess = cap;
-    }
+    p->sess = gx_xgrow(p->sess, &p->capsess, p->nsess + 1, sizeof *p->sess);
     gx_portal_session *s = &p->sess[p->nsess++];
     memset(s, 0, sizeof *s);
     return s;

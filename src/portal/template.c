@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "lib/alloc.h"
 #include "portal/template.h"
 
 static const char *const PROP_KEYS[] = {
@@ -257,8 +258,7 @@ static json_t *eval(const expr *x, const json_t *values, const char *user)
         v = json_string(b);
     }
     if (x->lower && json_is_string(v)) {
-        char *s = strdup(json_string_value(v));
-        if (!s) abort();
+        char *s = gx_xstrdup(json_string_value(v));
         for (char *p = s; *p; p++) *p = (char)tolower((unsigned char)*p);
         json_decref(v);
         v = json_string(s);

@@ -34,7 +34,7 @@ static void check_host(gx_podbox *b)
     gx_err e;
     gx_err_clear(&e);
     char missing[128];
-    if (gx_sandbox_find_bwrap(b->bwrap, sizeof b->bwrap))
+    if (gx_sandbox_find_bwrap(b->rc->bwrap, b->bwrap, sizeof b->bwrap))
         snprintf(b->unavailable, sizeof b->unavailable, "bwrap not found: install the Debian package bubblewrap");
     else if (gx_proc_shim_path(b->shim, sizeof b->shim))
         snprintf(b->unavailable, sizeof b->unavailable, "gpuaas-shim is missing beside the gpuaas binary: rebuild");

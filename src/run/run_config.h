@@ -35,6 +35,8 @@ typedef struct gx_run_config {
     int64_t default_memory;          /* bytes, 0 = none */
     char device_dir[PATH_MAX];
     char work_dir[PATH_MAX];         /* "" = DATA/work */
+    char bwrap[PATH_MAX];            /* not in gpuaas.yaml: GPUAAS_BWRAP (tests), set by the
+                                      * composition root; "" = search PATH */
     /* {ns: {"uid": N, "gid": N, "hostPaths": [{"path": "/abs", "readOnly": bool}]}}; uid and
      * gid present only when mapped by the admin */
     json_t *namespaces;

@@ -234,10 +234,10 @@ static int take_if_exec(const char *path, char *out, size_t n)
     return 0;
 }
 
-int gx_sandbox_find_bwrap(char *out, size_t n)
+int gx_sandbox_find_bwrap(const char *forced, char *out, size_t n)
 {
-    const char *env = getenv("GPUAAS_BWRAP");
-    if (env && env[0]) return take_if_exec(env, out, n); /* tests rely on no fallback */
+    if (forced && forced[0]) return take_if_exec(forced, out, n); /* tests rely on no fallback */
+    /* PATH is read here, where the search is: it is the process's, not a knob */
     const char *path = getenv("PATH");
     for (const char *p = path; p && *p;) {
         size_t len = strcspn(p, ":");

@@ -83,8 +83,10 @@ void gx_sandbox_free_argv(char **argv);
  * start. */
 int gx_sandbox_probe(const char *bwrap, const char *shim, uid_t probe_uid, gx_err *err);
 
-/* Where bwrap is: $GPUAAS_BWRAP when set (tests), else the first bwrap in PATH, else
- * /usr/bin/bwrap. Returns 0 with the path in out, -1 when none is executable. */
-int gx_sandbox_find_bwrap(char *out, size_t n);
+/* Where bwrap is: `forced` when not NULL or "" (GPUAAS_BWRAP, read by the composition
+ * root: tests name a fake or a missing one, and get no fallback), else the first bwrap
+ * in PATH (absolute entries only), else /usr/bin/bwrap. Returns 0 with the path in out,
+ * -1 when none is executable. */
+int gx_sandbox_find_bwrap(const char *forced, char *out, size_t n);
 
 #endif

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sqlite3.h>
+#include "lib/alloc.h"
 #include "store/store_int.h"
 
 /* Each entry moves the schema from version i to i+1. Append only, never edit. */
@@ -253,7 +254,7 @@ int gx_store_run(gx_store *s, gx_err *err, const char *sql, const char *fmt, ...
 static char *dump(const json_t *v)
 {
     char *p = json_dumps(v ? v : json_null(), JSON_COMPACT | JSON_ENCODE_ANY);
-    if (!p) abort();
+    if (!p) gx_alloc_fail(0);   /* JSON_ENCODE_ANY encodes anything: only memory can fail */
     return p;
 }
 

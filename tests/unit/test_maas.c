@@ -551,14 +551,11 @@ Test(maas_user, a_tier_without_user_limits_has_no_user_buckets)
 
 static char *feed_all(gx_maas_sse *s, const char *text, size_t cut)
 {
-    gx_maas_buf out = {0};
+    gx_sbuf out = {0};
     size_t n = strlen(text);
     for (size_t i = 0; i < n; i += cut) gx_maas_sse_feed(s, text + i, n - i < cut ? n - i : cut, &out, 0);
     gx_maas_sse_feed(s, "", 0, &out, 1);
-    gx_maas_buf_add(&out, "", 1);
-    char *r = strdup(out.p);
-    gx_maas_buf_free(&out);
-    return r;
+    return gx_sbuf_take(&out);
 }
 
 static const char *stream_text =

@@ -164,26 +164,22 @@ static void fake_exec(const char *name, const char *body, char *path, size_t n)
     cr_assert_eq(chmod(path, 0755), 0);
 }
 
-Test(sandbox, find_bwrap_env_then_path, .init = fake_dir_make, .fini = fake_dir_remove)
+Test(sandbox, find_bwrap_forced_then_path, .init = fake_dir_make, .fini = fake_dir_remove)
 {
     char fake[128], out[256];
     fake_exec("bwrap", "exit 0", fake, sizeof fake);
-    setenv("GPUAAS_BWRAP", fake, 1);
-    cr_assert_eq(gx_sandbox_find_bwrap(out, sizeof out), 0);
+    cr_assert_eq(gx_sandbox_find_bwrap(fake, out, sizeof out), 0);
     cr_assert_str_eq(out, fake);
-    cr_assert_eq(gx_sandbox_find_bwrap(out, 8), -1, "a path that does not fit is no path");
-    setenv("GPUAAS_BWRAP", "/etc/passwd", 1);
-    cr_assert_eq(gx_sandbox_find_bwrap(out, sizeof out), -1, "not executable, and no fallback");
-    setenv("GPUAAS_BWRAP", "bin/bwrap", 1);
-    cr_assert_eq(gx_sandbox_find_bwrap(out, sizeof out), -1, "relative");
-    unsetenv("GPUAAS_BWRAP");
+    cr_assert_eq(gx_sandbox_find_bwrap(fake, out, 8), -1, "a path that does not fit is no path");
+    cr_assert_eq(gx_sandbox_find_bwrap("/etc/passwd", out, sizeof out), -1, "not executable, and no fallback");
+    cr_assert_eq(gx_sandbox_find_bwrap("bin/bwrap", out, sizeof out), -1, "relative");
     char path[256];
     fmt(path, sizeof path, "relative/dir:/nonexistent-gpuaas:%s:/usr/bin", fake_dir);
     setenv("PATH", path, 1);
-    cr_assert_eq(gx_sandbox_find_bwrap(out, sizeof out), 0);
+    cr_assert_eq(gx_sandbox_find_bwrap("", out, sizeof out), 0);
     cr_assert_str_eq(out, fake, "the first bwrap in PATH");
     setenv("PATH", "/nonexistent-gpuaas", 1);
-    int rc = gx_sandbox_find_bwrap(out, sizeof out);
+    int rc = gx_sandbox_find_bwrap(NULL, out, sizeof out);
     if (access("/usr/bin/bwrap", X_OK) == 0) {
         cr_assert_eq(rc, 0);
         cr_assert_str_eq(out, "/usr/bin/bwrap");
@@ -216,7 +212,7 @@ static void box_remove(void);
 static void need_root(void)
 {
     if (geteuid() != 0) SKIP("needs root: the sandbox switches to uid %d, which only root may", POD_UID);
-    if (gx_sandbox_find_bwrap(B.bwrap, sizeof B.bwrap)) SKIP("needs bwrap (Debian package bubblewrap)");
+    if (gx_sandbox_find_bwrap(NULL, B.bwrap, sizeof B.bwrap)) SKIP("needs bwrap (Debian package bubblewrap)");
     cr_assert(B.made, "the fixture was not set up");
 }
 
@@ -637,7 +633,7 @@ Test(sandbox, probe_names_what_is_missing, .init = fake_dir_make, .fini = fake_d
         cr_assert_not_null(strstr(e.msg, "gpuaas-shim not found"), "%s", e.msg);
         /* a bwrap that runs fine, but whose inner command is not our shim: no marker */
         char real[4096];
-        if (gx_sandbox_find_bwrap(real, sizeof real) == 0) {
+        if (gx_sandbox_find_bwrap(NULL, real, sizeof real) == 0) {
             cr_assert_eq(gx_sandbox_probe(real, "/bin/true", POD_UID, &e), -1);
             cr_assert_not_null(strstr(e.msg, "did not report the identity switch"), "%s", e.msg);
         }

@@ -277,7 +277,7 @@ Test(shim, as_without_capabilities_runs_nothing, .init = dir_make, .fini = dir_r
     int up = -1;
     if (geteuid() == 0) {
         /* root, but with no capability at all: what a broken bwrap command line would give */
-        if (gx_sandbox_find_bwrap(bwrap, sizeof bwrap)) SKIP("needs bwrap (Debian package bubblewrap)");
+        if (gx_sandbox_find_bwrap(NULL, bwrap, sizeof bwrap)) SKIP("needs bwrap (Debian package bubblewrap)");
         char *argv[] = {bwrap, "--ro-bind", "/", "/", "--cap-drop", "ALL", "--", T.shim, "--as", "200123", "200456",
                         "--", "sh", "-c", script, NULL};
         start(argv, &c, &p);
