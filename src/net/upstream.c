@@ -1,4 +1,4 @@
-/* maas/upstream: a pooled keep-alive HTTP/1.1 client in the daemon's loop (see
+/* net/upstream: a pooled keep-alive HTTP/1.1 client in the daemon's loop (see
  * upstream.h for what it owns and must not do).
  * Syscalls per request on a warm connection: one writev, usually one read; the socket
  * is registered once, edge-triggered, for its whole life (no epoll_ctl per request),

@@ -1,4 +1,4 @@
-/* maas/upstream: the gateway's own HTTP/1.1 client for plain http:// model servers,
+/* net/upstream: the gateway's own HTTP/1.1 client for plain http:// model servers,
  * in the daemon's epoll loop, with a keep-alive pool per host (what nginx's
  * `upstream { keepalive N; }` does).
  * Owns: non-blocking connects, one writev per request (head and body), the response

@@ -26,8 +26,8 @@ static void header(gx_sbuf *o, const char *name, const char *type, const char *h
 
 char *gx_d_metrics(gx_daemon *d)
 {
-    gx_sbuf o = {malloc(8192), 0, 8192};
-    if (!o.p) abort();
+    gx_sbuf o;
+    gx_sbuf_init(&o);
     json_t *cqs = gx_engine_cluster_queues(d->eng);
     char b1[256], b2[256], b3[256];
     size_t i, k;
