@@ -88,7 +88,7 @@ for i in 1 2 3 4 5; do
 done
 check "MPS client 1 runs" wait_phase team-a/mps-1 Running 10
 check "MPS client 4 runs" wait_phase team-a/mps-4 Running 10
-sleep 0.5
+check "the scheduler has looked at the fifth" until_ok 10 wl_says team-a/mps-5 "no GPU fits"
 expect_eq "the fifth MPS client waits" "$(wl_field team-a/mps-5 .phase)" Pending
 expect_match "because no replica is free" "$(wl_field team-a/mps-5 .message)" "quota fits but no GPU fits: .*nvidia.com/gpu"
 for _ in $(seq 1 30); do [[ -s "$TMP/data/logs/team-a/mps-1/pod-0.log" ]] && break; sleep 0.1; done
@@ -126,7 +126,7 @@ sjob frac-2 '{cpu: "1", nvidia.com/gpu: "1", nvidia.com/gpumem: "90000", nvidia.
 "$G" submit -f "$TMP/frac-1.yaml" >/dev/null
 "$G" submit -f "$TMP/frac-2.yaml" >/dev/null
 check "vGPU job runs" wait_phase team-a/frac-1 Running 10
-sleep 0.3
+check "the scheduler has looked at the second" until_ok 10 wl_says team-a/frac-2 "90000 MiB"
 expect_eq "a vGPU larger than any GPU waits" "$(wl_field team-a/frac-2 .phase)" Pending
 expect_match "with the reason" "$(wl_field team-a/frac-2 .message)" "no fractional GPU has 90000 MiB"
 for _ in $(seq 1 30); do [[ -s "$TMP/data/logs/team-a/frac-1/pod-0.log" ]] && break; sleep 0.1; done

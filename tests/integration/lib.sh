@@ -107,6 +107,18 @@ body_of()   { sed '$d' <<<"$1"; }
 # wl_field KEY JQ: one field of a workload as the admin sees it
 wl_field() { api GET "/api/v1/workloads/$1" | sed '$d' | jq -r "$2"; }
 
+# until SECONDS CMD...: run CMD every 0.1 s until it succeeds (0) or SECONDS pass (1).
+# Tests wait on the condition they need, never on a fixed sleep.
+until_ok() {
+  local secs=$1; shift
+  for _ in $(seq 1 $((secs * 10))); do "$@" >/dev/null 2>&1 && return 0; sleep 0.1; done
+  return 1
+}
+# wl_says KEY REGEX: the workload's message matches (the scheduler has looked at it)
+wl_says() { [[ "$(wl_field "$1" .message)" =~ $2 ]]; }
+# log_has FILE REGEX
+log_has() { grep -qE "$2" "$1" 2>/dev/null; }
+
 # wait_phase KEY PHASE [SECONDS]
 wait_phase() {
   local key=$1 want=$2 secs=${3:-20} got=""

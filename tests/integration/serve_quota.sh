@@ -41,9 +41,9 @@ job third lab q 1 'echo third ran' '    kueue.x-k8s.io/priority-class: urgent' >
 "$G" submit -f "$TMP/first.yaml" >/dev/null
 wait_phase lab/first Running 10 >/dev/null
 "$G" submit -f "$TMP/second.yaml" >/dev/null
-sleep 0.3
+check "the scheduler has looked at the second" until_ok 10 wl_says lab/second "nvidia.com/gpu"
 "$G" submit -f "$TMP/third.yaml" >/dev/null
-sleep 0.5
+check "and at the third" until_ok 10 wl_says lab/third "nvidia.com/gpu"
 expect_eq "second waits for quota" "$(wl_field lab/second .phase)" Pending
 expect_match "pending reason names the quota" "$(wl_field lab/second .message)" "nvidia.com/gpu"
 expect_eq "higher priority goes first in the queue" "$(wl_field lab/third .positionInClusterQueue)" 0

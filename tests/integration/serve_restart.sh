@@ -21,7 +21,7 @@ pid=$(wl_field team-a/survivor '.pods[0].pid')
 
 # kill -9 the daemon; the quick job ends while it is down
 crash_daemon
-sleep 1.5
+check "the quick job ends while the daemon is down" until_ok 10 log_has "$TMP/data/logs/team-b/quick/pod-0.log" quick-end
 start_daemon "$cfg" || { fail "daemon restart"; finish; exit 1; }
 expect_eq "finished workload still there" "$(wl_field team-b/done-before .phase)" Succeeded
 expect_eq "its conditions survived" "$(wl_field team-b/done-before '[.conditions[].type] | join(",")')" "QuotaReserved,Admitted,Finished"
@@ -40,7 +40,7 @@ wait_phase team-a/fragile Running 10 >/dev/null
 fpid=$(wl_field team-a/fragile '.pods[0].pid')
 crash_daemon
 kill -KILL -- "-$fpid" 2>/dev/null
-sleep 0.3
+check "its processes are gone" until_ok 5 eval "! kill -0 $fpid"
 start_daemon "$cfg" || { fail "daemon restart 2"; finish; exit 1; }
 # Kueue keeps the Evicted condition after readmission as False, "Previously: <message>"
 expect_match "lost processes are reported" "$(wl_field team-a/fragile '[.conditions[] | .type + ":" + .message] | join(",")')" "Evicted:.*gone when gpuaas restarted"

@@ -11,7 +11,7 @@ start_daemon "$cfg" || { fail "daemon start"; finish; exit 1; }
 job polite team-a main 1 'trap "echo got TERM; exit 0" TERM; echo started; while :; do sleep 0.1; done' > "$TMP/polite.yaml"
 "$G" submit -f "$TMP/polite.yaml" >/dev/null
 wait_phase team-a/polite Running 10 >/dev/null
-sleep 0.5
+check "its TERM trap is set" until_ok 10 log_has "$TMP/data/logs/team-a/polite/pod-0.log" started
 out=$("$G" cancel team-a/polite 2>&1); rc=$?
 expect_eq "cancel exit" "$rc" 0
 check "cancelled job is Deactivated" wait_phase team-a/polite Deactivated 10
@@ -50,7 +50,7 @@ spec:
       - {name: c, image: busybox, command: [sleep, "1"], resources: {requests: {cpu: "100"}}}
 YAML
 "$G" submit -f "$TMP/big.yaml" >/dev/null
-sleep 0.5
+check "the scheduler has looked at it" until_ok 10 wl_says team-a/toobig "."
 expect_eq "oversized request waits" "$(wl_field team-a/toobig .phase)" Pending
 "$G" cancel team-a/toobig >/dev/null
 check "pending job cancelled" wait_phase team-a/toobig Deactivated 5
