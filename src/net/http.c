@@ -65,6 +65,7 @@ static void add_pending(conn *c)
 static void idle_add(conn *c)
 {
     gx_http *h = c->h;
+    if (c->idle) return;
     c->idle = 1;
     c->inext = NULL;
     c->iprev = h->itail;
