@@ -66,6 +66,7 @@ kind: ServerConfig
 listen: 127.0.0.1:0
 dataDir: $TMP/data
 inventory: {source: simulated, nodes: $ROOT/examples/demo/node.yaml}
+limits: {maxConnectionsPerAddress: 4096}   # every client here is 127.0.0.1 (N streams, RATE/100)
 Y
 "$BIN" serve --config "$TMP/gpuaas.yaml" >"$TMP/serve.log" 2>&1 & GPID=$!; PIDS+=($GPID)
 for _ in $(seq 100); do [[ -s $TMP/data/serve.json ]] && break; sleep 0.1; done

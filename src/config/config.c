@@ -26,6 +26,9 @@ void gx_config_defaults(gx_config *c)
     c->max_body_bytes = 1 << 20;
     c->max_workloads = 10000;
     c->max_log_followers = 256;
+    /* the HTTP server's connections (docs/configuration.md says why these numbers) */
+    c->max_conns = 4096;
+    c->max_conns_per_addr = 256;
     gx_run_config_defaults(&c->run);
 }
 
@@ -315,13 +318,21 @@ static int apply_doc(gx_config *c, const json_t *doc, const char *dir, gx_err *e
         if (!json_is_object(v)) return gx_errf(err, 422, "limits", "must be a mapping");
         if (get_size(v, "maxBodyBytes", 1024, (size_t)64 << 20, &c->max_body_bytes, err) ||
             get_size(v, "maxWorkloads", 1, 1000000, &c->max_workloads, err) ||
-            get_size(v, "maxLogFollowers", 1, 10000, &c->max_log_followers, err))
+            get_size(v, "maxLogFollowers", 1, 10000, &c->max_log_followers, err) ||
+            get_size(v, "maxConnections", 1, 65536, &c->max_conns, err) ||
+            get_size(v, "maxConnectionsPerAddress", 1, 65536, &c->max_conns_per_addr, err))
             return -1;
-        json_object_foreach(v, k, v) {
-            if (strcmp(k, "maxBodyBytes") && strcmp(k, "maxWorkloads") && strcmp(k, "maxLogFollowers")) {
+        static const char *limit_keys[] = {"maxBodyBytes", "maxWorkloads", "maxLogFollowers", "maxConnections",
+                                           "maxConnectionsPerAddress", NULL};
+        json_t *x;   /* not v: the loop reads its object again after each value */
+        json_object_foreach(v, k, x) {
+            int ok = 0;
+            for (int i = 0; limit_keys[i]; i++) ok |= !strcmp(k, limit_keys[i]);
+            if (!ok) {
                 char f[96];
                 snprintf(f, sizeof f, "limits.%s", k);
-                return gx_errf(err, 422, f, "unknown limit (known: maxBodyBytes, maxWorkloads, maxLogFollowers)");
+                return gx_errf(err, 422, f, "unknown limit (known: maxBodyBytes, maxWorkloads, maxLogFollowers, "
+                               "maxConnections, maxConnectionsPerAddress)");
             }
         }
     }

@@ -33,6 +33,8 @@ typedef struct gx_config {
     size_t max_body_bytes;
     size_t max_workloads;
     size_t max_log_followers;
+    size_t max_conns;             /* limits.maxConnections: the HTTP server's, all clients */
+    size_t max_conns_per_addr;    /* limits.maxConnectionsPerAddress: from one client address */
     gx_run_config run;            /* run: how pods are isolated (run/run_config.h) */
 } gx_config;
 

@@ -114,8 +114,9 @@ int gx_root_listen(gx_root *r, gx_err *err)
     gx_mux_mount(&r->mux, "/api/", gx_api_route, r->api);
     gx_mux_mount(&r->mux, "/", mount_portal, r->portal);
     d->mux = &r->mux;
-    if (!(d->http = gx_http_start(d->loop, d->cfg.listen_host, d->cfg.listen_port, d->cfg.max_body_bytes, gx_mux_route,
-                                  &r->mux, err)))
+    gx_http_limits lim = {.body_bytes = d->cfg.max_body_bytes, .conns = (int)d->cfg.max_conns,
+                          .conns_per_addr = (int)d->cfg.max_conns_per_addr};
+    if (!(d->http = gx_http_start(d->loop, d->cfg.listen_host, d->cfg.listen_port, &lim, gx_mux_route, &r->mux, err)))
         return -1;
     gx_maas_attach_http(r->maas, d->http);
     return 0;

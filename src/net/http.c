@@ -12,7 +12,8 @@
  * at a time, 100-continue, HEAD), body limits, a request's lifecycle (read, handler
  * entered once, deferred or not, answer, cleanup), streams' wakeups, timeouts (header
  * read, idle keep-alive, body, stalled writes; streams and deferred requests are
- * exempt; all on the monotonic clock), the connection limit.
+ * exempt; all on the monotonic clock), the connection limits (in all and per client
+ * address, an idle keep-alive connection given up for a new one before a 503).
  * Does not: TLS (put a TLS-terminating proxy such as nginx or haproxy in front),
  * HTTP/2, request trailers (read and dropped), absolute-form targets.
  * Must not: call back into its callers' cleanup (async_free, stream free) from inside
@@ -55,6 +56,33 @@ static void add_pending(conn *c)
     if (h->ptail) h->ptail->pnext = c;
     else h->phead = c;
     h->ptail = c;
+}
+
+/* Idle keep-alive connections, longest idle first: what a connection over a limit
+ * may take the place of (nginx likewise reuses idle keep-alive connections when it
+ * runs out). A connection that never sent a request is not on it: its client may be
+ * sending one now, and clients retry a request only on a connection they reused. */
+static void idle_add(conn *c)
+{
+    gx_http *h = c->h;
+    if (c->idle) return;
+    c->idle = 1;
+    c->inext = NULL;
+    c->iprev = h->itail;
+    if (h->itail) h->itail->inext = c;
+    else h->ihead = c;
+    h->itail = c;
+}
+
+static void idle_del(conn *c)
+{
+    if (!c->idle) return;
+    gx_http *h = c->h;
+    if (c->iprev) c->iprev->inext = c->inext;
+    else h->ihead = c->inext;
+    if (c->inext) c->inext->iprev = c->iprev;
+    else h->itail = c->iprev;
+    c->idle = 0;
 }
 
 static void del_pending(conn *c)
@@ -108,7 +136,9 @@ static void close_conn(conn *c)
 {
     gx_http *h = c->h;
     del_pending(c);
+    idle_del(c);
     request_release(c);
+    gx_addrs_dec(&h->addrs, c->peer.sin_addr.s_addr);
     gx_loop_unwatch(h->loop, c->fd);
     close(c->fd);
     if (c->prev) c->prev->next = c->next;
@@ -340,6 +370,7 @@ static int end_request(conn *c)
     c->hp.body = GX_HP_BODY_NONE;
     c->state = C_HEAD;
     c->deadline = gx_loop_mono(h->loop) + (left ? HEAD_MS : IDLE_MS);
+    if (!left) idle_add(c);
     return 0;
 }
 /* Do whatever the connection can do now. -1 when it was closed. */
@@ -422,6 +453,7 @@ static int read_some(conn *c)
     ssize_t n = recv(c->fd, c->in + c->in_len, IN_CAP - c->in_len, 0);
     if (n > 0) {
         c->in_len += (size_t)n;
+        idle_del(c);
         return 0;
     }
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return 0;
@@ -480,19 +512,32 @@ static void sweep(gx_loop *l, void *ud)
     if (h->nconns) h->sweep_timer = gx_loop_at(l, now + 1000, sweep, h);
 }
 
-/* A connection over the limit gets a 503 it can read, then the close. Its target is
- * not read yet, so the body is the daemon's envelope; OpenAI clients still find
- * error.message in it. The length is counted, not written by hand. */
-static void refuse(int fd)
+/* A connection over a limit gets a 503 it can read, then the close: one send, nothing
+ * kept (a client hammering at its limit costs an accept and a close each time). Its
+ * target is not read yet, so the body is the daemon's envelope; OpenAI clients still
+ * find error.message in it. The length is counted, not written by hand. */
+static void refuse(int fd, const char *why)
 {
-    static const char body[] =
-        "{\"error\": {\"code\": 503, \"reason\": \"Unavailable\", \"message\": \"too many connections, retry later\"}}\n";
-    char msg[512];
-    int n = snprintf(msg, sizeof msg,
-                     "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n"
-                     "Retry-After: 1\r\nConnection: close\r\n\r\n%s", sizeof body - 1, body);
+    char body[256], msg[512];
+    int b = snprintf(body, sizeof body,
+                     "{\"error\": {\"code\": 503, \"reason\": \"Unavailable\", \"message\": \"%s, retry later\"}}\n", why);
+    int n = b < 0 ? -1 : snprintf(msg, sizeof msg,
+                     "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nContent-Length: %d\r\n"
+                     "Retry-After: 1\r\nConnection: close\r\n\r\n%s", b, body);
     if (n > 0 && (size_t)n < sizeof msg && send(fd, msg, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT) < 0) { /* nothing more to do */ }
     close(fd);
+}
+
+/* Make room for a new connection by closing the longest-idle keep-alive connection
+ * (of addr when one is given, network byte order). 0 when there is none to close. */
+static int reclaim_idle(gx_http *h, const uint32_t *addr)
+{
+    for (conn *c = h->ihead; c; c = c->inext)
+        if (!addr || c->peer.sin_addr.s_addr == *addr) {
+            close_conn(c);
+            return 1;
+        }
+    return 0;
 }
 
 static void on_listen(gx_loop *l, int fd, uint32_t ev, void *ud)
@@ -512,7 +557,17 @@ static void on_listen(gx_loop *l, int fd, uint32_t ev, void *ud)
             }
             return;
         }
-        if (h->nconns >= MAX_CONNS) { refuse(cfd); continue; }
+        /* the client's own limit first: a greedy address is turned away before it can
+         * take an idle connection of someone else's under the total */
+        uint32_t addr = sa.sin_addr.s_addr;
+        if (gx_addrs_get(&h->addrs, addr) >= (uint32_t)h->max_per_addr && !reclaim_idle(h, &addr)) {
+            refuse(cfd, "too many connections from this address");
+            continue;
+        }
+        if (h->nconns >= h->max_conns && !reclaim_idle(h, NULL)) {
+            refuse(cfd, "too many connections");
+            continue;
+        }
         conn *c = gx_xcalloc(1, sizeof *c);
         char *in = gx_xmalloc(IN_CAP);
         c->in = in;
@@ -534,6 +589,7 @@ static void on_listen(gx_loop *l, int fd, uint32_t ev, void *ud)
         if (h->conns) h->conns->prev = c;
         h->conns = c;
         h->nconns++;
+        gx_addrs_inc(&h->addrs, addr);
         if (!h->sweep_timer) h->sweep_timer = gx_loop_at(l, gx_loop_mono(l) + 1000, sweep, h);
     }
 }
@@ -607,7 +663,7 @@ void gx_http_run(gx_http *h)
 
 int gx_http_port(const gx_http *h) { return h->port; }
 
-gx_http *gx_http_start(gx_loop *loop, const char *host, int port, size_t body_limit,
+gx_http *gx_http_start(gx_loop *loop, const char *host, int port, const gx_http_limits *lim,
                        gx_http_fn fn, void *ud, gx_err *err)
 {
     struct sockaddr_in sa;
@@ -632,12 +688,17 @@ gx_http *gx_http_start(gx_loop *loop, const char *host, int port, size_t body_li
     h->loop = loop;
     h->lfd = fd;
     h->port = ntohs(sa.sin_port);
-    h->limit = body_limit;
+    h->limit = lim && lim->body_bytes ? lim->body_bytes : GX_HTTP_BODY_DEFAULT;
+    h->max_conns = lim && lim->conns > 0 ? lim->conns : GX_HTTP_CONNS_DEFAULT;
+    h->max_per_addr = lim && lim->conns_per_addr > 0 ? lim->conns_per_addr : GX_HTTP_CONNS_PER_ADDR_DEFAULT;
+    if (h->max_per_addr > h->max_conns) h->max_per_addr = h->max_conns;
+    gx_addrs_init(&h->addrs, (size_t)h->max_conns);
     h->fn = fn;
     h->ud = ud;
     h->date_sec = -1;
     if (gx_loop_watch(loop, fd, EPOLLIN, on_listen, h)) {
         close(fd);
+        gx_addrs_free(&h->addrs);
         free(h);
         gx_errf(err, 500, "listen", "cannot watch the listening socket");
         return NULL;
@@ -654,5 +715,6 @@ void gx_http_stop(gx_http *h)
     if (h->accept_timer) gx_loop_cancel(h->loop, h->accept_timer);
     gx_loop_unwatch(h->loop, h->lfd);
     close(h->lfd);
+    gx_addrs_free(&h->addrs);
     free(h);
 }

@@ -60,8 +60,22 @@ typedef struct gx_resp {
 
 typedef void (*gx_http_fn)(gx_req *req, gx_resp *resp, void *ud);
 
+/* The server's limits (gpuaas.yaml `limits:`, docs/configuration.md); a 0 takes the
+ * default. A connection over conns or conns_per_addr (counted when accepted, whatever
+ * it then does) first takes the place of an idle keep-alive connection (of its own
+ * address for conns_per_addr), the longest idle; with none, it is answered 503 with
+ * Retry-After and closed at once, before its request is read. */
+typedef struct gx_http_limits {
+    size_t body_bytes;      /* larger request bodies get 413 (the prefix's: see below) */
+    int conns;              /* connections at once, every client together */
+    int conns_per_addr;     /* connections at once from one client address */
+} gx_http_limits;
+#define GX_HTTP_BODY_DEFAULT ((size_t)1 << 20)
+#define GX_HTTP_CONNS_DEFAULT 4096
+#define GX_HTTP_CONNS_PER_ADDR_DEFAULT 256
+
 /* Listen on host:port (port 0 = any free port), handing every complete request to fn. */
-gx_http *gx_http_start(gx_loop *loop, const char *host, int port, size_t body_limit,
+gx_http *gx_http_start(gx_loop *loop, const char *host, int port, const gx_http_limits *lim,
                        gx_http_fn fn, void *ud, gx_err *err);
 void gx_http_stop(gx_http *h);
 int gx_http_port(const gx_http *h);

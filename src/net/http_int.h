@@ -9,12 +9,12 @@
 #include <netinet/in.h>
 #include <arpa/inet.h>
 #include <string.h>
+#include "net/addrs.h"
 #include "net/http.h"
 #include "net/http_parse.h"
 #include "lib/alloc.h"
 
 #define IN_CAP (GX_HP_MAX_HEAD + 16384)  /* a full head, and room to read a body */
-#define MAX_CONNS 4000                    /* gateway streams are long-lived */
 #define HEAD_MS 30000                     /* a whole head within this (slowloris) */
 #define IDLE_MS 120000                    /* keep-alive connection with no request */
 #define BODY_MS 60000                     /* without any body byte */
@@ -60,6 +60,8 @@ struct gx_http_conn {
     int s_on, s_sleep, s_end, s_chunked;
     int64_t deadline;             /* on gx_loop_mono's clock; 0: none */
     int pending;
+    int idle;                     /* on the idle list: kept alive, waiting for a request */
+    gx_http_conn *inext, *iprev;  /* the idle list, longest idle first (reclaimed first) */
     gx_http_conn *pnext, *pprev;  /* the pending list (work for gx_http_run) */
     gx_http_conn *next, *prev;    /* every connection */
 };
@@ -75,6 +77,9 @@ struct gx_http {
     size_t prefix_limit;
     gx_http_conn *conns;
     int nconns, nstreams;
+    int max_conns, max_per_addr;  /* gx_http_limits, defaults filled in */
+    gx_addrs addrs;               /* connections per client address */
+    gx_http_conn *ihead, *itail;  /* idle keep-alive connections */
     gx_http_conn *phead, *ptail;
     uint64_t sweep_timer;
     uint64_t accept_timer;        /* re-enables accept after EMFILE */

@@ -4,7 +4,10 @@
  * Timers are few (grace-period kills, wakeups for maximum execution time, log
  * followers), so a flat array scanned per iteration is simpler than a heap and fast
  * enough; the watch table is indexed by fd. Timers run on the monotonic clock; the
- * wall clock is kept beside it for the stamps callers write (see loop.h). */
+ * wall clock is kept beside it for the stamps callers write (see loop.h).
+ * An event names its descriptor and the watch's generation: a descriptor unwatched,
+ * closed and reused by a new watch within one batch of events (a connection closed
+ * to make room for the one just accepted) never gets the old one's events. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,7 +17,7 @@
 #include "lib/alloc.h"
 #include "net/loop.h"
 
-typedef struct watch { gx_fd_fn fn; void *ud; int used; } watch;
+typedef struct watch { gx_fd_fn fn; void *ud; int used; uint32_t gen; } watch;
 typedef struct timer { uint64_t id; int64_t at; gx_timer_fn fn; void *ud; } timer;
 
 struct gx_loop {
@@ -76,10 +79,11 @@ int gx_loop_watch(gx_loop *l, int fd, uint32_t events, gx_fd_fn fn, void *ud)
         l->w = w;
         l->nw = n;
     }
-    struct epoll_event ev = {.events = events, .data.fd = fd};
+    uint32_t gen = l->w[fd].gen;
+    struct epoll_event ev = {.events = events, .data.u64 = (uint64_t)gen << 32 | (uint32_t)fd};
     int op = l->w[fd].used ? EPOLL_CTL_MOD : EPOLL_CTL_ADD;
     if (epoll_ctl(l->ep, op, fd, &ev) < 0) return -1;
-    l->w[fd] = (watch){fn, ud, 1};
+    l->w[fd] = (watch){fn, ud, 1, gen};
     return 0;
 }
 
@@ -88,6 +92,7 @@ void gx_loop_unwatch(gx_loop *l, int fd)
     if (fd < 0 || fd >= l->nw || !l->w[fd].used) return;
     epoll_ctl(l->ep, EPOLL_CTL_DEL, fd, NULL);
     l->w[fd].used = 0;
+    l->w[fd].gen++;   /* events of this watch still in the batch are not delivered */
 }
 
 uint64_t gx_loop_at(gx_loop *l, int64_t at_ms, gx_timer_fn fn, void *ud)
@@ -155,8 +160,9 @@ int gx_loop_run(gx_loop *l)
         if (n < 0 && errno != EINTR) return -1;
         read_clocks(l);
         for (int i = 0; i < n; i++) {
-            int fd = evs[i].data.fd;
-            if (fd < l->nw && l->w[fd].used) l->w[fd].fn(l, fd, evs[i].events, l->w[fd].ud);
+            int fd = (int)(uint32_t)evs[i].data.u64;
+            uint32_t gen = (uint32_t)(evs[i].data.u64 >> 32);
+            if (fd < l->nw && l->w[fd].used && l->w[fd].gen == gen) l->w[fd].fn(l, fd, evs[i].events, l->w[fd].ud);
         }
         run_timers(l);
     }

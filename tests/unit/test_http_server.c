@@ -152,7 +152,7 @@ static void run(srv *s, int mode, const char *request, const char *until)
     s->loop = gx_loop_new();
     cr_assert_not_null(s->loop);
     gx_err e;
-    s->h = gx_http_start(s->loop, "127.0.0.1", 0, 1 << 20, handler, s, &e);
+    s->h = gx_http_start(s->loop, "127.0.0.1", 0, &(gx_http_limits){.body_bytes = 1 << 20}, handler, s, &e);
     cr_assert_not_null(s->h, "%s", e.msg);
     gx_loop_set_prepare(s->loop, prepare, s);
     s->client = socket(AF_INET, SOCK_STREAM, 0);
