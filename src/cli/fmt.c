@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "lib/num.h"
 #include "cli/fmt.h"
 #include "lib/gxtime.h"
 
@@ -137,7 +138,7 @@ const char *gx_cli_jnum(const json_t *o, const char *path, char *buf, size_t n)
 {
     const json_t *v = gx_cli_jget(o, path);
     if (json_is_integer(v)) snprintf(buf, n, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
-    else if (json_is_real(v)) snprintf(buf, n, "%g", json_real_value(v));
+    else if (json_is_real(v)) gx_num_fmt(json_real_value(v), buf, n);
     else if (json_is_string(v) && *json_string_value(v)) snprintf(buf, n, "%s", json_string_value(v));
     else if (json_is_boolean(v)) snprintf(buf, n, "%s", json_is_true(v) ? "true" : "false");
     else snprintf(buf, n, "-");

@@ -687,6 +687,10 @@ int gx_engine_restore(gx_engine *e, const json_t *job, const json_t *status, gx_
     w->succeeded = json_is_true(sc);
     w->finished_at = created;
     if (gx_time_parse(jstr(status, "finishedAt"), &t) == 0) w->finished_at = t;
+    /* An ended workload still shows when it was last admitted (the view's admittedAt):
+     * without this it would read 0 (1970) and be written back to the store so. */
+    w->admitted_at = created;
+    if (gx_time_parse(jstr(status, "admittedAt"), &t) == 0) w->admitted_at = t;
     if (w->state == GX_WL_FINISHED)
         gx_engine_wl_set_cond(w, GX_C_FINISHED, 1, w->succeeded ? "Succeeded" : "Failed", NULL, w->finished_at);
     else

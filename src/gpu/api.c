@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "lib/num.h"
 #include "gpu/api.h"
 #include "gpu/runtime.h"
 #include "lib/alloc.h"
@@ -238,8 +239,9 @@ static void per_namespace(gx_sbuf *o, const json_t *nodes)
     const char *k;
     json_t *v;
     char b1[160];
-    json_object_foreach(ns, k, v) gx_sbuf_printf(o, "gpuaas_namespace_gpu_allocated{namespace=\"%s\"} %g\n", gx_prom_label(k, b1, sizeof b1),
-                                      json_real_value(v));
+    char nb[GX_NUM_MAX];
+    json_object_foreach(ns, k, v) gx_sbuf_printf(o, "gpuaas_namespace_gpu_allocated{namespace=\"%s\"} %s\n", gx_prom_label(k, b1, sizeof b1),
+                                      gx_num_fmt(json_real_value(v), nb, sizeof nb));
     json_decref(ns);
 }
 
@@ -256,7 +258,7 @@ char *gx_gpu_metrics(gx_gpu_rt *r, gx_engine *eng)
     json_t *nodes = gx_engine_nodes(eng);
     gx_gpu_inv *inv = r->inv;
     gx_gpu_inventory_refresh(inv, nodes);
-    char l[768];
+    char l[768], nb[GX_NUM_MAX];
     header(&o, "DCGM_FI_DEV_GPU_UTIL", "gauge", "GPU utilization (in %).");
     for (int i = 0; i < inv->n_devs; i++) {
         const gx_gpu_dev *d = &inv->devs[i];
@@ -286,12 +288,12 @@ char *gx_gpu_metrics(gx_gpu_rt *r, gx_engine *eng)
         const gx_gpu_dev *d = &inv->devs[i];
         labels(d, inv->nodes[d->node].name, l, sizeof l);
         if (!d->n_mig && d->gr_active >= 0)   /* a whole GPU: only when measured */
-            gx_sbuf_printf(&o, "DCGM_FI_PROF_GR_ENGINE_ACTIVE{%s,source=\"gpm\"} %g\n", l, d->gr_active / 100.0);
+            gx_sbuf_printf(&o, "DCGM_FI_PROF_GR_ENGINE_ACTIVE{%s,source=\"gpm\"} %s\n", l, gx_num_fmt(d->gr_active / 100.0, nb, sizeof nb));
         for (int m = 0; m < d->n_mig; m++) {
             int measured = d->mig[m].gr_active >= 0;
-            gx_sbuf_printf(&o, "DCGM_FI_PROF_GR_ENGINE_ACTIVE{%s,GPU_I_PROFILE=\"%s\",GPU_I_ID=\"%u\",source=\"%s\"} %g\n", l,
+            gx_sbuf_printf(&o, "DCGM_FI_PROF_GR_ENGINE_ACTIVE{%s,GPU_I_PROFILE=\"%s\",GPU_I_ID=\"%u\",source=\"%s\"} %s\n", l,
                            d->mig[m].profile, gi_label(inv, d, m), measured ? "gpm" : "estimate",
-                           measured ? d->mig[m].gr_active / 100.0 : d->mig[m].mem_used_mib > 0 ? 1.0 : 0.0);
+                           gx_num_fmt(measured ? d->mig[m].gr_active / 100.0 : d->mig[m].mem_used_mib > 0 ? 1.0 : 0.0, nb, sizeof nb));
         }
     }
     static const char *const fam[3][2] = {

@@ -4,6 +4,7 @@
  * Must not: run on the event loop's hot path, or touch GPUs that are not MPS/fractional. */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdlib.h>
@@ -62,6 +63,36 @@ static int wait_bounded(pid_t pid)
     return -1;
 }
 
+/* Write all of s into the pipe fd, whose reader may be gone: the control binary exits at
+ * once, unread, when no daemon answers. That must be an error (-1, EPIPE), not a SIGPIPE
+ * that kills the process (the unit tests have no SIG_IGN the way `gpuaas serve` does).
+ * SIGPIPE is blocked for this thread around the write and one the write raised is taken
+ * back before unblocking, so the process's disposition, and a SIGPIPE already pending
+ * for another reason, are left as they were. */
+static int write_nosigpipe(int fd, const char *s, size_t len)
+{
+    sigset_t pipe_set, old, pending;
+    sigemptyset(&pipe_set);
+    sigaddset(&pipe_set, SIGPIPE);
+    if (pthread_sigmask(SIG_BLOCK, &pipe_set, &old) != 0) return -1;
+    int was_pending = sigpending(&pending) == 0 && sigismember(&pending, SIGPIPE) == 1;
+    int rc = 0, err = 0;
+    while (len > 0) {
+        ssize_t n = write(fd, s, len);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) { rc = -1; err = n < 0 ? errno : EIO; break; }
+        s += n;
+        len -= (size_t)n;
+    }
+    if (err == EPIPE && !was_pending) {
+        struct timespec zero = {0, 0};
+        while (sigtimedwait(&pipe_set, NULL, &zero) < 0 && errno == EINTR) {}
+    }
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    errno = err;
+    return rc;
+}
+
 /* Run the control binary for one GPU: with "-d" (start the daemon) or with `input`
  * written to its stdin (commands). Output goes to LOG/gpuaas-control.log. */
 static int control(const mps_gpu *g, const char *arg, const char *input)
@@ -91,8 +122,9 @@ static int control(const mps_gpu *g, const char *arg, const char *input)
     if (input) {
         close(fds[0]);
         if (rc == 0) {
-            size_t len = strlen(input);
-            if (write(fds[1], input, len) != (ssize_t)len) rc = -1;
+            /* a binary that did not read its commands fails below by its exit status
+             * (the fake and the real one exit 1 when no daemon answers); wait for it */
+            if (write_nosigpipe(fds[1], input, strlen(input)) != 0) rc = -1;
         }
         close(fds[1]);
     }

@@ -22,6 +22,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
+#include "lib/num.h"
 #include "lib/alloc.h"
 #include "ops/ops.h"
 #include "lib/sbuf.h"
@@ -521,7 +522,7 @@ static json_t *job_of(gx_maas_model *md, gx_maas_replica *r)
     v = dev;
     if (json_is_string(v)) snprintf(share, sizeof share, "%s", json_string_value(v));
     else if (json_is_integer(v)) snprintf(share, sizeof share, "%lld", (long long)json_integer_value(v));
-    else if (json_is_number(v)) snprintf(share, sizeof share, "%g", json_number_value(v));
+    else if (json_is_number(v)) gx_num_fmt(json_number_value(v), share, sizeof share);
     json_t *cmd = json_array();
     size_t i;
     json_array_foreach(json_object_get(w, "command"), i, v)

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <stddef.h>
 #include <string.h>
+#include "lib/num.h"
 #include "lib/alloc.h"
 #include "lib/sbuf.h"
 #include "lib/strmap.h"
@@ -352,9 +353,12 @@ void gx_maas_windows_load(gx_maas *m, int64_t now)
 
 static void hist_put(gx_sbuf *o, const char *name, const char *labels, const hist *h, const double *b, size_t nb)
 {
-    for (size_t i = 0; i < nb; i++) gx_sbuf_printf(o, "%s_bucket{%s,le=\"%g\"} %llu\n", name, labels, b[i], (unsigned long long)h->b[i]);
+    char x[GX_NUM_MAX];
+    for (size_t i = 0; i < nb; i++)
+        gx_sbuf_printf(o, "%s_bucket{%s,le=\"%s\"} %llu\n", name, labels, gx_num_fmt(b[i], x, sizeof x), (unsigned long long)h->b[i]);
     gx_sbuf_printf(o, "%s_bucket{%s,le=\"+Inf\"} %llu\n", name, labels, (unsigned long long)h->count);
-    gx_sbuf_printf(o, "%s_sum{%s} %.6f\n%s_count{%s} %llu\n", name, labels, h->sum, name, labels, (unsigned long long)h->count);
+    gx_sbuf_printf(o, "%s_sum{%s} %s\n%s_count{%s} %llu\n", name, labels, gx_num_fmt(h->sum, x, sizeof x), name, labels,
+                   (unsigned long long)h->count);
 }
 
 char *gx_maas_usage_metrics(gx_maas_usage *u, char *text)

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "lib/num.h"
 #include "lib/sbuf.h"
 #include "ops/daemon.h"
 #include "core/quantity.h"
@@ -29,7 +30,7 @@ char *gx_d_metrics(gx_daemon *d)
     gx_sbuf o;
     gx_sbuf_init(&o);
     json_t *cqs = gx_engine_cluster_queues(d->eng);
-    char b1[256], b2[256], b3[256];
+    char b1[256], b2[256], b3[256], nb[GX_NUM_MAX];
     size_t i, k;
     json_t *cq, *r;
 
@@ -70,11 +71,11 @@ char *gx_d_metrics(gx_daemon *d)
         header(&o, per_res[m][0], "gauge", per_res[m][2]);
         json_array_foreach(cqs, i, cq) {
             json_array_foreach(json_object_get(cq, "resources"), k, r)
-                gx_sbuf_printf(&o, "%s{cluster_queue=\"%s\",flavor=\"%s\",resource=\"%s\"} %g\n", per_res[m][0],
+                gx_sbuf_printf(&o, "%s{cluster_queue=\"%s\",flavor=\"%s\",resource=\"%s\"} %s\n", per_res[m][0],
                     gx_prom_label(json_string_value(json_object_get(cq, "name")), b1, sizeof b1),
                     gx_prom_label(json_string_value(json_object_get(r, "flavor")), b2, sizeof b2),
                     gx_prom_label(json_string_value(json_object_get(r, "resource")), b3, sizeof b3),
-                    qty(json_object_get(r, per_res[m][1])));
+                    gx_num_fmt(qty(json_object_get(r, per_res[m][1])), nb, sizeof nb));
         }
     }
     header(&o, "kueue_cluster_queue_weighted_share", "gauge", "Fair sharing: the ClusterQueue's weighted dominant resource share");

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "lib/num.h"
 #include "core/quantity.h"
 #include "lib/yaml.h"
 #include "portal/portal_int.h"
@@ -49,7 +50,8 @@ static void cq_card(gx_portal_ctx *c, gx_sbuf *b, const json_t *q)
         double u = qty(json_object_get(r, "usage")), n = qty(json_object_get(r, "nominalQuota"));
         char label[200], borrow[100];
         snprintf(label, sizeof label, "%s of %s %s used", use, nom, res);
-        if (u > n) snprintf(borrow, sizeof borrow, "borrows %g from the cohort", u - n);
+        char nb[GX_NUM_MAX];
+        if (u > n) snprintf(borrow, sizeof borrow, "borrows %s from the cohort", gx_num_fmt(u - n, nb, sizeof nb));
         else snprintf(borrow, sizeof borrow, "%s", "—");
         gx_portal_putf(b, "<tr><td>%H</td><td>%H</td><td>%H / %H</td><td>", res, fl, use, nom);
         gx_portal_bar(b, u, n, label);

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "lib/num.h"
 #include "lib/k8sname.h"
 #include "lib/yaml.h"
 #include "portal/portal_int.h"
@@ -75,7 +76,7 @@ static void value_str(const json_t *v, char *out, size_t n)
 {
     if (json_is_string(v)) snprintf(out, n, "%s", json_string_value(v));
     else if (json_is_integer(v)) snprintf(out, n, "%lld", (long long)json_integer_value(v));
-    else if (json_is_real(v)) snprintf(out, n, "%g", json_real_value(v));
+    else if (json_is_real(v)) gx_num_fmt(json_real_value(v), out, n);
     else if (json_is_boolean(v)) snprintf(out, n, "%s", json_is_true(v) ? "on" : "");
     else out[0] = 0;
 }
@@ -99,8 +100,9 @@ static void options(gx_sbuf *b, const char *name, const json_t *en, const json_t
 static void attrs(gx_sbuf *b, const json_t *s, const char *type, int required)
 {
     const json_t *mn = json_object_get(s, "minimum"), *mx = json_object_get(s, "maximum");
-    if (mn) gx_portal_putf(b, " min=\"%g\"", json_number_value(mn));
-    if (mx) gx_portal_putf(b, " max=\"%g\"", json_number_value(mx));
+    char nb[GX_NUM_MAX];
+    if (mn) gx_portal_putf(b, " min=\"%s\"", gx_num_fmt(json_number_value(mn), nb, sizeof nb));
+    if (mx) gx_portal_putf(b, " max=\"%s\"", gx_num_fmt(json_number_value(mx), nb, sizeof nb));
     if (!strcmp(type, "integer")) gx_sbuf_puts(b, " step=\"1\"");
     if (!strcmp(type, "number")) gx_sbuf_puts(b, " step=\"any\"");
     const json_t *a = json_object_get(s, "minLength"), *z = json_object_get(s, "maxLength");

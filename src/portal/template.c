@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "lib/num.h"
 #include "lib/alloc.h"
 #include "portal/template.h"
 
@@ -68,8 +69,11 @@ static int check_value(const char *name, const json_t *s, const json_t *v, gx_er
         if (!found) return gx_errf(err, 422, name, "%s must be one of the listed choices", title);
     }
     const json_t *mn = json_object_get(s, "minimum"), *mx = json_object_get(s, "maximum");
-    if (json_is_number(v) && mn && num(v) < num(mn)) return gx_errf(err, 422, name, "%s must be at least %g", title, num(mn));
-    if (json_is_number(v) && mx && num(v) > num(mx)) return gx_errf(err, 422, name, "%s must be at most %g", title, num(mx));
+    char nb[GX_NUM_MAX];
+    if (json_is_number(v) && mn && num(v) < num(mn))
+        return gx_errf(err, 422, name, "%s must be at least %s", title, gx_num_fmt(num(mn), nb, sizeof nb));
+    if (json_is_number(v) && mx && num(v) > num(mx))
+        return gx_errf(err, 422, name, "%s must be at most %s", title, gx_num_fmt(num(mx), nb, sizeof nb));
     if (json_is_string(v)) {
         size_t len = json_string_length(v);
         const json_t *a = json_object_get(s, "minLength"), *b = json_object_get(s, "maxLength");
@@ -252,7 +256,7 @@ static json_t *eval(const expr *x, const json_t *values, const char *user)
     if (x->to_string && !json_is_string(v)) {
         char b[64];
         if (json_is_integer(v)) snprintf(b, sizeof b, "%lld", (long long)json_integer_value(v));
-        else if (json_is_real(v)) snprintf(b, sizeof b, "%g", json_real_value(v));
+        else if (json_is_real(v)) gx_num_fmt(json_real_value(v), b, sizeof b);
         else snprintf(b, sizeof b, "%s", json_is_true(v) ? "true" : "false");
         json_decref(v);
         v = json_string(b);
@@ -295,7 +299,7 @@ static json_t *render_str(const char *s, const json_t *values, const json_t *kno
             const char *t = "";
             if (json_is_string(v)) t = json_string_value(v);
             else if (json_is_integer(v)) { snprintf(b, sizeof b, "%lld", (long long)json_integer_value(v)); t = b; }
-            else if (json_is_real(v)) { snprintf(b, sizeof b, "%g", json_real_value(v)); t = b; }
+            else if (json_is_real(v)) t = gx_num_fmt(json_real_value(v), b, sizeof b);
             else if (json_is_boolean(v)) t = json_is_true(v) ? "true" : "false";
             size_t pre = (size_t)(open - p), tl = strlen(t);
             if (n + pre + tl >= sizeof out) { json_decref(v); gx_errf(err, 422, "", "rendered text is too long"); return NULL; }

@@ -12,7 +12,8 @@
 #    refuses it counts in gpuaas_gateway_scrapes_total{result="failed"};
 #  - the numbers are live: a request held open by a replica shows as
 #    vllm:num_requests_running 1 for that replica;
-#  - a replica that stops being ready (its server died) drops out of /metrics.
+#  - a replica that stops being ready (its server died) drops out of /metrics;
+#  - numbers print exactly: a 600Mi quota as 629145600, histogram bounds as le="1048576".
 # GPUAAS_GATEWAY_SCRAPE_MS=300 replaces the 15 s interval. Every wait is a bounded poll.
 source "$(dirname "$0")/lib.sh"
 G=$GPUAAS_BIN
@@ -125,6 +126,37 @@ sum_running() { local a b; a=$(value "$R0"); b=$(value "$R1"); [[ "$(awk -v a="$
 check "a held request shows as vllm:num_requests_running 1 on its replica" within 10 sum_running 1
 kill "$SPID" 2>/dev/null; wait "$SPID" 2>/dev/null
 check "and 0 once it ends" within 10 sum_running 0
+
+# numbers print exactly (issue 16: %g printed 600Mi as 6.29146e+08 and token bounds as
+# le="1.04858e+06"); the whole of what the daemon itself writes has no exponent
+cat >"$TMP/exact.yaml" <<'YAML'
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ClusterQueue
+metadata: {name: exact}
+spec:
+  namespaceSelector: {}
+  resourceGroups:
+  - coveredResources: [cpu, memory]
+    flavors:
+    - name: h100
+      resources:
+      - {name: cpu, nominalQuota: 1500m}
+      - {name: memory, nominalQuota: 600Mi}
+YAML
+check "apply a ClusterQueue of 600Mi" "$G" apply -f "$TMP/exact.yaml"
+curl -s -m 10 -o /dev/null -H "Authorization: Bearer $KEY" -H 'Content-Type: application/json' \
+  -d '{"model":"pair-model","max_tokens":3,"messages":[{"role":"user","content":"hi"}]}' "$GPUAAS_SERVER/v1/chat/completions"
+out=$(metrics)
+nominal() { awk -v p="kueue_cluster_queue_nominal_quota{cluster_queue=\"$1\",flavor=\"h100\",resource=\"$2\"} " \
+  'index($0, p) == 1 {print $NF}' <<<"$out"; }
+expect_eq "600Mi of quota is 629145600 on /metrics" "$(nominal exact memory)" 629145600
+expect_eq "1500m is 1.5" "$(nominal exact cpu)" 1.5
+expect_eq "128Gi is 137438953472" "$(nominal team-a memory)" 137438953472
+expect_match "token histogram bounds are whole numbers: 1048576" \
+  "$(grep -c '^gen_ai_client_token_usage_bucket{.*gen_ai_token_type="input",le="1048576"} ' <<<"$out")" '^[1-9]'
+expect_match "and 4194304" "$(grep -c '^gen_ai_client_token_usage_bucket{.*,le="4194304"} ' <<<"$out")" '^[1-9]'
+expect_eq "no exponent anywhere in the daemon's own samples" \
+  "$(grep -v '^#' <<<"$out" | grep -v '^vllm:' | grep -cE '(le="|} )[-+]?[0-9.]+e[-+]?[0-9]')" 0
 
 # a replica whose server died is not ready: what it reported goes
 kill "${FAKE_PIDS[1]}" 2>/dev/null

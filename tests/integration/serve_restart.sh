@@ -13,6 +13,7 @@ job quick team-b main 1 'echo quick-start; sleep 1; echo quick-end' > "$TMP/quic
 job done-before team-b main 0 'echo early' > "$TMP/early.yaml"
 "$G" submit -f "$TMP/early.yaml" >/dev/null
 wait_phase team-b/done-before Succeeded 10 >/dev/null
+adm=$(wl_field team-b/done-before .admittedAt)
 "$G" submit -f "$TMP/survivor.yaml" >/dev/null
 "$G" submit -f "$TMP/quick.yaml" >/dev/null
 wait_phase team-a/survivor Running 10 >/dev/null
@@ -25,6 +26,8 @@ check "the quick job ends while the daemon is down" until_ok 10 log_has "$TMP/da
 start_daemon "$cfg" || { fail "daemon restart"; finish; exit 1; }
 expect_eq "finished workload still there" "$(wl_field team-b/done-before .phase)" Succeeded
 expect_eq "its conditions survived" "$(wl_field team-b/done-before '[.conditions[].type] | join(",")')" "QuotaReserved,Admitted,Finished"
+expect_eq "its admittedAt survived" "$(wl_field team-b/done-before .admittedAt)" "$adm"
+expect_eq "and is not the epoch" "$([[ $adm == 20* ]] && echo real)" real
 expect_eq "its log survived" "$("$G" logs team-b/done-before)" early
 expect_eq "running pod re-adopted (same pid)" "$(wl_field team-a/survivor '.pods[0].pid')" "$pid"
 expect_eq "re-adopted workload is Running" "$(wl_field team-a/survivor .phase)" Running
@@ -50,6 +53,7 @@ expect_eq "it runs with a new process" "$([[ "$(wl_field team-a/fragile '.pods[0
 # a polite stop leaves it running; the next start adopts it
 stop_daemon
 start_daemon "$cfg" || { fail "daemon restart 3"; finish; exit 1; }
+expect_eq "admittedAt still right after two more restarts" "$(wl_field team-b/done-before .admittedAt)" "$adm"
 expect_eq "still running after a polite restart" "$(wl_field team-a/fragile .phase)" Running
 "$G" cancel team-a/fragile >/dev/null
 check "and can still be cancelled" wait_phase team-a/fragile Deactivated 10

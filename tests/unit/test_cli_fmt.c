@@ -80,7 +80,7 @@ Test(cli_text, width_and_shorten)
 
 Test(cli_json, field_access)
 {
-    json_t *o = json_loads("{\"a\":{\"b\":\"x\",\"n\":7,\"e\":\"\",\"t\":true},\"l\":[\"p\",\"q\"],\"m\":{\"k\":\"v\",\"i\":2}}", 0, NULL);
+    json_t *o = json_loads("{\"a\":{\"b\":\"x\",\"n\":7,\"e\":\"\",\"t\":true,\"r\":629145600.0,\"f\":1234567.125},\"l\":[\"p\",\"q\"],\"m\":{\"k\":\"v\",\"i\":2}}", 0, NULL);
     char buf[64];
     cr_assert_str_eq(gx_cli_jstr(o, "a.b"), "x");
     cr_assert_null(gx_cli_jstr(o, "a.n"), "not a string");
@@ -88,6 +88,8 @@ Test(cli_json, field_access)
     cr_assert_null(gx_cli_jstr(o, "zz"));
     cr_assert_str_eq(gx_cli_jstr_or(o, "a.e", "dflt"), "dflt", "empty counts as absent");
     cr_assert_str_eq(gx_cli_jnum(o, "a.n", buf, sizeof buf), "7");
+    cr_assert_str_eq(gx_cli_jnum(o, "a.r", buf, sizeof buf), "629145600", "a whole real prints whole");
+    cr_assert_str_eq(gx_cli_jnum(o, "a.f", buf, sizeof buf), "1234567.125", "every digit");
     cr_assert_str_eq(gx_cli_jnum(o, "a.t", buf, sizeof buf), "true");
     cr_assert_str_eq(gx_cli_jnum(o, "nope", buf, sizeof buf), "-");
     cr_assert_str_eq(gx_cli_join(json_object_get(o, "l"), ", ", buf, sizeof buf), "p, q");

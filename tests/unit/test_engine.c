@@ -518,6 +518,44 @@ Test(engine_time, restore_pending_finished_and_devices)
     gx_engine_free(en2);
 }
 
+/* Issue 16: an ended workload restored after a restart lost its admittedAt (1970). */
+Test(engine_time, restore_keeps_admitted_at_of_ended)
+{
+    const int64_t t0 = 1767225600000;             /* 2026-01-01T00:00:00Z */
+    gx_engine *en = setup("BestEffortFIFO");
+    json_t *ja = job("team-a", "a", "main", NULL, 1, "1", "1"), *jb = job("team-a", "b", "main", NULL, 1, "1", "1");
+    json_t *ma = json_deep_copy(ja), *mb = json_deep_copy(jb);
+    submit_ok(en, ja, t0);
+    submit_ok(en, jb, t0 + 1);
+    gx_action *acts;
+    cr_assert_eq(pass(en, t0 + 2500, &acts), 2);
+    free(acts);
+    gx_err e;
+    cr_assert_eq(gx_engine_finish(en, "team-a/a", 1, NULL, t0 + 9000, &e), 0);
+    cr_assert_eq(gx_engine_cancel(en, "team-a/b", "stop", t0 + 9500, &e), 1);
+    json_t *sa = gx_engine_workload(en, "team-a/a", t0 + 10000), *sb = gx_engine_workload(en, "team-a/b", t0 + 10000);
+    cr_assert_str_eq(json_string_value(json_object_get(sa, "admittedAt")), "2026-01-01T00:00:02.500Z");
+    gx_engine *en2 = setup("BestEffortFIFO");
+    cr_assert_eq(gx_engine_restore(en2, ma, sa, &e), 0, "%s", e.msg);
+    cr_assert_eq(gx_engine_restore(en2, mb, sb, &e), 0, "%s", e.msg);
+    const char *keys[] = {"team-a/a", "team-a/b"};
+    json_t *before[] = {sa, sb};
+    for (int i = 0; i < 2; i++) {
+        json_t *r = gx_engine_workload(en2, keys[i], t0 + 20000);
+        cr_assert_str_eq(json_string_value(json_object_get(r, "admittedAt")), "2026-01-01T00:00:02.500Z", "%s", keys[i]);
+        cr_assert_str_eq(json_string_value(json_object_get(r, "finishedAt")),
+                         json_string_value(json_object_get(before[i], "finishedAt")), "%s", keys[i]);
+        json_decref(r);
+        gx_wl_info info;
+        cr_assert_eq(gx_engine_wl_info(en2, keys[i], &info), 0);
+        cr_assert_eq(info.admitted_ms, t0 + 2500, "%s: %lld", keys[i], (long long)info.admitted_ms);
+    }
+    json_decref(sa); json_decref(sb);
+    json_decref(ma); json_decref(mb);
+    gx_engine_free(en);
+    gx_engine_free(en2);
+}
+
 Test(engine_order, priority_boost_annotation)
 {
     gx_engine *en = setup("BestEffortFIFO");

@@ -147,6 +147,43 @@ Test(gpu_mps, daemons_limits_env_and_stop)
     cr_assert_eq(system(cmd), 0);
 }
 
+/* Issue 16: a command for a daemon that is gone makes the control binary exit without
+ * reading its stdin; writing the command into that pipe raised SIGPIPE and killed the
+ * process (about one run in four under ASan). It must be an error that is reported. Each
+ * round races the write against the binary's exit, twice (two GPUs): it fails only when
+ * the race is lost, as under load. */
+Test(gpu_mps, command_to_a_gone_daemon_is_an_error_not_sigpipe)
+{
+    fake_on_path();
+    char root[] = "/tmp/gpuaas-mps.XXXXXX";
+    cr_assert(mkdtemp(root));
+    gx_gpu_inv *inv = inventory();
+    char p[1200];
+    for (int round = 0; round < 10; round++) {
+        FILE *quiet = fopen("/dev/null", "w");
+        gx_gpu_mps *m = gx_gpu_mps_start(inv, root, quiet);
+        fclose(quiet);
+        cr_assert_str_eq(gx_gpu_mps_state(m, "GPU-aaaa"), "running");
+        const char *gpus[] = {"GPU-aaaa", "GPU-bbbb"};
+        for (int i = 0; i < 2; i++) {       /* the daemons died behind our back */
+            snprintf(p, sizeof p, "%s/%s/pipe/control", root, gpus[i]);
+            cr_assert_eq(unlink(p), 0);
+        }
+        char *msgs = NULL;
+        size_t ml = 0;
+        FILE *log = open_memstream(&msgs, &ml);
+        gx_gpu_mps_stop(m, NULL, 0, log);
+        fclose(log);
+        cr_assert(strstr(msgs, "MPS daemon of GPU-aaaa did not quit cleanly"), "%s", msgs);
+        cr_assert(strstr(msgs, "MPS daemon of GPU-bbbb did not quit cleanly"), "%s", msgs);
+        free(msgs);
+    }
+    gx_gpu_inventory_free(inv);
+    char cmd[1200];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", root);
+    cr_assert_eq(system(cmd), 0);
+}
+
 Test(gpu_mps, missing_binary_is_said_at_start)
 {
     setenv("PATH", "/nonexistent", 1);

@@ -246,6 +246,41 @@ Test(portal_template, injected_values_stay_data)
     json_decref(t);
 }
 
+/* Issue 16: a number printed with %g lost digits (1234567.125 became "1.23457e+06"), in
+ * the rendered manifest and in the message naming a bound. */
+Test(portal_template, numbers_render_exactly)
+{
+    json_t *t = yaml1("apiVersion: gpuaas.dev/v1alpha1\nkind: Template\nmetadata: {name: n, title: N}\n"
+                      "spec:\n  parameters:\n    properties:\n"
+                      "      mem: {type: number, title: Memory, minimum: 0.5, maximum: 2097152.25}\n"
+                      "  manifest:\n    apiVersion: batch/v1\n    kind: Job\n    metadata: {name: n}\n"
+                      "    spec: {s: '${{ parameters.mem | string }}', t: 'm-${{ parameters.mem }}', v: '${{ parameters.mem }}'}\n");
+    json_t *nss = json_pack("[s]", "team-a");
+    gx_err e;
+    gx_err_clear(&e);
+    cr_assert_eq(gx_portal_template_check(t, &e), 0, "%s: %s", e.field, e.msg);
+    json_t *f = json_pack("{s:s}", "mem", "1234567.125");
+    json_t *v = gx_portal_template_values(t, f, nss, &e);
+    cr_assert(v, "%s", e.msg);
+    json_t *m = gx_portal_template_render(t, v, "alice", &e);
+    cr_assert(m, "%s", e.msg);
+    json_t *spec = json_object_get(m, "spec");
+    cr_assert_str_eq(json_string_value(json_object_get(spec, "s")), "1234567.125");
+    cr_assert_str_eq(json_string_value(json_object_get(spec, "t")), "m-1234567.125");
+    cr_assert(json_real_value(json_object_get(spec, "v")) == 1234567.125, "a lone expression keeps its value");
+    json_decref(m);
+    json_decref(v);
+    json_decref(f);
+    f = json_pack("{s:s}", "mem", "3000000");
+    gx_err_clear(&e);
+    cr_assert_null(gx_portal_template_values(t, f, nss, &e));
+    cr_assert_str_eq(e.field, "mem");
+    cr_assert(strstr(e.msg, "at most 2097152.25"), "%s", e.msg);
+    json_decref(f);
+    json_decref(nss);
+    json_decref(t);
+}
+
 Test(portal_config, portal_config_is_checked)
 {
     gx_err e;
