@@ -145,6 +145,8 @@ static int start_pod(gx_exec *x, gx_run *w, int slot, const char *devices, gx_er
     }
     p->alive = 1;
     gx_exec_watch_pod(x, w, p);
+    /* tests only: hold the loop between the start and whatever records it */
+    if (x->start_delay_ms) usleep((useconds_t)x->start_delay_ms * 1000);
     return 0;
 }
 
@@ -493,6 +495,7 @@ gx_exec *gx_exec_new(const gx_exec_config *c)
     snprintf(x->run_dir, sizeof x->run_dir, "%s", c->run_dir);
     x->gpu = c->gpu;
     x->h = c->hooks;
+    x->start_delay_ms = c->start_delay_ms;
     gx_strmap_init(&x->runs);
     return x;
 }

@@ -112,6 +112,7 @@ typedef struct gx_exec_config {
     const char *run_dir;   /* DATA/run: NS/NAME/gG-pI.exit, the default working folder (the same) */
     struct gx_gpu_rt *gpu; /* the GPU runtime (device env, MPS pipes, sharing); NULL none */
     gx_exec_hooks hooks;
+    int start_delay_ms;    /* tests only (GPUAAS_TEST_START_DELAY_MS): wait after each pod's start */
 } gx_exec_config;
 
 typedef struct gx_exec gx_exec;

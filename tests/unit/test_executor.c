@@ -55,7 +55,7 @@ static void h_wake(void *ud) { (void)ud; eng.wakes++; }
 static gx_exec *exec_new(void)
 {
     gx_exec_config c = {loop, NULL, 0, logs, runs, NULL,
-                        {NULL, h_admission, h_slot_devices, h_ended, h_reschedule, h_persist, h_wake}};
+                        {NULL, h_admission, h_slot_devices, h_ended, h_reschedule, h_persist, h_wake}, 0};
     return gx_exec_new(&c);
 }
 
