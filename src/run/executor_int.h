@@ -15,6 +15,7 @@ struct gx_exec {
     gx_exec_hooks h;
     gx_strmap runs;        /* key -> gx_run */
     int start_delay_ms;    /* tests only: see gx_exec_config */
+    int recovering;        /* in gx_exec_recover: pods are not started (nothing can be committed) */
     int64_t next_timer_check;
 };
 

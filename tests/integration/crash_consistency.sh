@@ -60,6 +60,7 @@ SUBMITTED=() CANCELLED=() KEYS=() REVOKED=()
 n=0 kills=0
 for round in $(seq 1 "$KILLS"); do
   start_daemon "$cfg" || { fail "daemon start $round"; finish; exit 1; }
+  disown "$DAEMON_PID" 2>/dev/null   # its SIGKILL is no news
   # the kill: at a random moment within the next 0.2-1.7 s
   ( sleep "0.$((RANDOM % 10 + 2))"; sleep "$((RANDOM % 2)).$((RANDOM % 10))"; kill -KILL "$DAEMON_PID" 2>/dev/null ) &
   killer=$!
