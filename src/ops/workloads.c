@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "lib/alloc.h"
 #include "lib/gxtime.h"
 #include "ops/daemon.h"
 #include "ops/wlname.h"
@@ -177,32 +178,33 @@ static void apply_actions(gx_daemon *d, const gx_action *acts, size_t n)
     }
     /* 2. plan the pods of what was admitted and commit them before any starts (a pod
      * must never run twice: run/executor.h), 3. start them, 4. record their processes */
-    int planned = 0;
+    char *planned = gx_xcalloc(n, 1);   /* which actions' runs have pods to start */
+    int any = 0;
     ok = gx_store_begin(d->store, &e) == 0;
     for (size_t i = 0; i < n; i++) {
         gx_run *w = acts[i].kind == GX_ACT_ADMIT ? wl_get(d, acts[i].workload) : NULL;
         if (!w || !w->deferred) continue;
-        planned += gx_exec_prepare(d->exec, w) > 0;
+        any |= planned[i] = gx_exec_prepare(d->exec, w) > 0;
         if (ok && persist(d, w, &e)) ok = 0;
     }
     if (ok && gx_store_commit(d->store, &e)) ok = 0;
     if (!ok) gx_store_rollback(d->store);
-    if (!planned) return;
-    for (size_t i = 0; i < n; i++) {
-        gx_run *w = acts[i].kind == GX_ACT_ADMIT ? wl_get(d, acts[i].workload) : NULL;
+    for (size_t i = 0; any && i < n; i++) {
+        gx_run *w = planned[i] ? wl_get(d, acts[i].workload) : NULL;
         if (!w) continue;
         if (ok) gx_exec_launch(d->exec, w);
         else gx_exec_unprepare(d->exec, w, e.msg);
     }
-    int txn = gx_store_begin(d->store, &e) == 0;
-    for (size_t i = 0; i < n; i++) {
-        gx_run *w = acts[i].kind == GX_ACT_ADMIT ? wl_get(d, acts[i].workload) : NULL;
+    int txn = any && gx_store_begin(d->store, &e) == 0;
+    for (size_t i = 0; txn && i < n; i++) {
+        gx_run *w = planned[i] ? wl_get(d, acts[i].workload) : NULL;
         if (w) persist_or_log(d, w);
     }
     if (txn && gx_store_commit(d->store, &e)) {
         fprintf(stderr, "gpuaas: commit failed: %s\n", e.msg);
         gx_store_rollback(d->store);
     }
+    free(planned);
 }
 
 int64_t gx_d_tick(gx_daemon *d)

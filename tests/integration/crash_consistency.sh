@@ -67,21 +67,22 @@ for round in $(seq 1 "$KILLS"); do
   while kill -0 "$DAEMON_PID" 2>/dev/null; do
     n=$((n + 1))
     name=w$n
-    pod "$name" $((n % 4 == 0)) $((n % 3 == 0 ? 2 : 1)) > "$TMP/$name.yaml"
-    r=$(api POST /api/v1/workloads -H 'Content-Type: application/yaml' --data-binary @"$TMP/$name.yaml" 2>/dev/null)
-    [[ $(status_of "$r") == 201 ]] && SUBMITTED+=("$name")
-    if ((n % 3 == 1 && ${#SUBMITTED[@]} > 1)); then   # cancel an earlier one
-      victim=${SUBMITTED[RANDOM % ${#SUBMITTED[@]}]}
-      r=$(api POST "/api/v1/workloads/lab/$victim/cancel" 2>/dev/null)
-      [[ $(status_of "$r") == 200 ]] && CANCELLED+=("$victim")
-    fi
     r=$(api POST /api/v1/keys -d "{\"name\":\"k$n\",\"tier\":\"free\"}" 2>/dev/null)
     if [[ $(status_of "$r") == 201 ]]; then
       id=$(body_of "$r" | jq -r .key | cut -d_ -f2)
       KEYS+=("$id")
-      if ((n % 2 == 0)); then
+      if ((RANDOM % 2)); then
         r=$(api DELETE "/api/v1/keys/$id" 2>/dev/null)
         [[ $(status_of "$r") =~ ^20 ]] && REVOKED+=("$id")
+      fi
+    fi
+    pod "$name" $((n % 4 == 0)) $((n % 3 == 0 ? 2 : 1)) > "$TMP/$name.yaml"
+    r=$(api POST /api/v1/workloads -H 'Content-Type: application/yaml' --data-binary @"$TMP/$name.yaml" 2>/dev/null)
+    if [[ $(status_of "$r") == 201 ]]; then
+      SUBMITTED+=("$name")
+      if ((RANDOM % 2)); then   # cancel it, while it is pending, admitted or starting
+        r=$(api POST "/api/v1/workloads/lab/$name/cancel" 2>/dev/null)
+        [[ $(status_of "$r") == 200 ]] && CANCELLED+=("$name")
       fi
     fi
     sleep 0.1
@@ -95,6 +96,8 @@ done
 
 start_daemon "$cfg" || { fail "daemon start after the kills"; finish; exit 1; }
 expect_eq "survived $kills kills" "$kills" "$KILLS"
+check "submits, keys, and cancels or revocations were acknowledged" \
+  test "${#SUBMITTED[@]}" -gt 0 -a "${#KEYS[@]}" -gt 0 -a $((${#CANCELLED[@]} + ${#REVOKED[@]})) -gt 0
 
 # every acknowledged change is there
 missing=()
