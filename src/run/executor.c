@@ -1,7 +1,8 @@
 /* executor: the processes of each workload's run (run/executor.h).
  * Owns: the executor handle and its registry of runs; starting a run's pods on the
  * devices of its admission (or deferring them while stopping processes still hold those
- * devices), stopping them (SIGTERM, SIGKILL after the grace period), turning each exit
+ * devices), each in two steps: recorded as starting and committed (the commit hook), then
+ * started, so that no pod can run unrecorded (the rule in executor.h); stopping them (SIGTERM, SIGKILL after the grace period), turning each exit
  * into the Job's next step (the next completion, a back-off restart, success, failure),
  * and the timed work behind those.
  * Must not: decide who runs or read the engine but through the hooks (ops/workloads.c
