@@ -41,6 +41,8 @@ static void gateway_env(gx_maas_env *m)
 
 void gx_root_env(gx_config *cfg)
 {
+    /* crash tests (tests/integration/crash_consistency.sh) widen the start-to-record window */
+    cfg->run.start_delay_ms = (int)env_ms("GPUAAS_TEST_START_DELAY_MS");
     /* the sandbox's bwrap, with no fallback when it is not there: tests name a fake one,
      * or a missing one to see the daemon start without a sandbox */
     const char *bwrap = getenv("GPUAAS_BWRAP");

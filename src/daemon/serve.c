@@ -231,7 +231,8 @@ int gx_serve_main(int argc, char **argv)
     if (!d->cfg.mps_root[0]) strncat(mps_root, "/mps", sizeof mps_root - strlen(mps_root) - 1);
     gx_gpu_rt_start(d->gpu, d->cfg.data_dir, mps_root, stderr);
     if (!(d->box = gx_podbox_open(&d->cfg.run, d->cfg.data_dir, d->store, &e))) goto out;
-    gx_exec_config xc = {d->loop, d->box, d->cfg.run.sandbox, d->log_dir, d->run_dir, d->gpu, gx_d_exec_hooks(d)};
+    gx_exec_config xc = {d->loop, d->box, d->cfg.run.sandbox, d->log_dir, d->run_dir, d->gpu, gx_d_exec_hooks(d),
+                         d->cfg.run.start_delay_ms};
     d->exec = gx_exec_new(&xc);
     if (gx_d_recover(d, &e)) goto out;
 

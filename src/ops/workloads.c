@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "lib/alloc.h"
 #include "lib/gxtime.h"
 #include "ops/daemon.h"
 #include "ops/wlname.h"
@@ -78,9 +79,22 @@ static void hook_persist(void *ud, gx_run *w) { persist_or_log(ud, w); }
 
 static void hook_wake(void *ud) { gx_http_wake_streams(((gx_daemon *)ud)->http); }
 
+/* A pod's intent, committed before its start (never inside a transaction of ours: the
+ * executor asks only from gx_exec_start, its tick and pod exits). */
+static int hook_commit(void *ud, gx_run *w)
+{
+    gx_daemon *d = ud;
+    gx_err e;
+    gx_err_clear(&e);
+    if (!persist(d, w, &e)) return 0;
+    fprintf(stderr, "gpuaas: cannot record the pods of %s before starting them: %s\n", w->key, e.msg);
+    return -1;
+}
+
 gx_exec_hooks gx_d_exec_hooks(gx_daemon *d)
 {
-    return (gx_exec_hooks){d, hook_admission, hook_slot_devices, hook_ended, hook_reschedule, hook_persist, hook_wake};
+    return (gx_exec_hooks){d, hook_admission, hook_slot_devices, hook_ended, hook_reschedule, hook_persist, hook_wake,
+                           hook_commit};
 }
 
 /* ---- the tick: the executor's timers, the scheduling pass ------------------------------- */
@@ -162,19 +176,35 @@ static void apply_actions(gx_daemon *d, const gx_action *acts, size_t n)
             if (w) hold_unrecorded(d, w, e.msg);
         }
     }
-    /* 2. start what was admitted; record the processes */
-    int txn = gx_store_begin(d->store, &e) == 0;
+    /* 2. plan the pods of what was admitted and commit them before any starts (a pod
+     * must never run twice: run/executor.h), 3. start them, 4. record their processes */
+    char *planned = gx_xcalloc(n, 1);   /* which actions' runs have pods to start */
+    int any = 0;
+    ok = gx_store_begin(d->store, &e) == 0;
     for (size_t i = 0; i < n; i++) {
-        if (acts[i].kind != GX_ACT_ADMIT) continue;
-        gx_run *w = wl_get(d, acts[i].workload);
+        gx_run *w = acts[i].kind == GX_ACT_ADMIT ? wl_get(d, acts[i].workload) : NULL;
         if (!w || !w->deferred) continue;
-        gx_exec_start(d->exec, w);
-        persist_or_log(d, w);
+        any |= planned[i] = gx_exec_prepare(d->exec, w) > 0;
+        if (ok && persist(d, w, &e)) ok = 0;
+    }
+    if (ok && gx_store_commit(d->store, &e)) ok = 0;
+    if (!ok) gx_store_rollback(d->store);
+    for (size_t i = 0; any && i < n; i++) {
+        gx_run *w = planned[i] ? wl_get(d, acts[i].workload) : NULL;
+        if (!w) continue;
+        if (ok) gx_exec_launch(d->exec, w);
+        else gx_exec_unprepare(d->exec, w, e.msg);
+    }
+    int txn = any && gx_store_begin(d->store, &e) == 0;
+    for (size_t i = 0; txn && i < n; i++) {
+        gx_run *w = planned[i] ? wl_get(d, acts[i].workload) : NULL;
+        if (w) persist_or_log(d, w);
     }
     if (txn && gx_store_commit(d->store, &e)) {
         fprintf(stderr, "gpuaas: commit failed: %s\n", e.msg);
         gx_store_rollback(d->store);
     }
+    free(planned);
 }
 
 int64_t gx_d_tick(gx_daemon *d)

@@ -1,7 +1,8 @@
 /* executor: the processes of each workload's run (run/executor.h).
  * Owns: the executor handle and its registry of runs; starting a run's pods on the
  * devices of its admission (or deferring them while stopping processes still hold those
- * devices), stopping them (SIGTERM, SIGKILL after the grace period), turning each exit
+ * devices), each in two steps: recorded as starting and committed (the commit hook), then
+ * started, so that no pod can run unrecorded (the rule in executor.h); stopping them (SIGTERM, SIGKILL after the grace period), turning each exit
  * into the Job's next step (the next completion, a back-off restart, success, failure),
  * and the timed work behind those.
  * Must not: decide who runs or read the engine but through the hooks (ops/workloads.c
@@ -91,44 +92,74 @@ static int slot_uuids(gx_exec *x, const gx_run *w, int slot, char *out, size_t n
     return 0;
 }
 
-/* Start the pod for `slot` with the next completion index. Returns -1 when the
- * command cannot be started at all (the Job then fails: retrying cannot help). */
-static int start_pod(gx_exec *x, gx_run *w, int slot, const char *devices, gx_err *err)
+/* Plan the pod for `slot` with the next completion index: recorded in w as starting (no
+ * process yet), to be committed before launch_pod starts it. Its exit record from an
+ * earlier workload of the same name goes now, so that after a crash an exit record can
+ * only be this pod's own. */
+static gx_run_pod *intend_pod(gx_exec *x, gx_run *w, int slot, const char *devices)
+{
+    gx_run_pod *p = gx_exec_pod_add(w);
+    p->gen = w->gen;
+    p->index = w->next_index++;
+    p->slot = slot;
+    p->starting = 1;
+    p->started_ms = gx_loop_now(x->loop);
+    p->exit_code = -1;
+    snprintf(p->devices, sizeof p->devices, "%s", devices);
+    if (x->sandbox) {
+        /* its cgroup's name is known before the sandbox is made: recovery kills what runs there */
+        p->sandboxed = 1;
+        if (gx_podbox_cgroup_name(w->ns, w->name, w->gen, p->index, p->cgroup, sizeof p->cgroup)) p->cgroup[0] = 0;
+    }
+    char exitp[PATH_MAX];
+    gx_exec_exit_path(x, w, p->gen, p->index, exitp, sizeof exitp);
+    unlink(exitp);
+    return p;
+}
+
+/* Forget w's planned pods that were not started (their record was not committed, or an
+ * earlier one failed the Job): the completion index goes back to the first of them. */
+static void drop_intents(gx_run *w)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < w->npods; i++) {
+        if (!w->pods[i].starting) { w->pods[k++] = w->pods[i]; continue; }
+        if (w->pods[i].index < w->next_index) w->next_index = w->pods[i].index;
+    }
+    w->npods = k;
+}
+
+/* Start planned pod p (its record is committed). Returns -1 when the command cannot be
+ * started at all (the Job then fails: retrying cannot help); a pod whose sandbox could
+ * not be made is left starting, and dropped by the caller (it never ran). */
+static int launch_pod(gx_exec *x, gx_run *w, gx_run_pod *p, gx_err *err)
 {
     char dir[PATH_MAX], cwd[PATH_MAX], logp[PATH_MAX], exitp[PATH_MAX];
     wl_dir(x->log_dir, w, dir, sizeof dir);
     gx_mkdirs(dir, 0755);
     wl_dir(x->run_dir, w, cwd, sizeof cwd);
     gx_mkdirs(cwd, 0755);
-    int index = w->next_index;
-    gx_run_log_path(x->log_dir, w->key, index, logp, sizeof logp);
-    gx_exec_exit_path(x, w, w->gen, index, exitp, sizeof exitp);
+    gx_run_log_path(x->log_dir, w->key, p->index, logp, sizeof logp);
+    gx_exec_exit_path(x, w, p->gen, p->index, exitp, sizeof exitp);
     char **argv = gx_podspec_argv(&w->ps);
     int boxed = x->sandbox;
     gx_podbox_run br;
-    if (boxed && gx_exec_pod_box(x, w, index, devices, argv, &br, err)) {
+    if (boxed && gx_exec_pod_box(x, w, p->index, p->devices, argv, &br, err)) {
         gx_podspec_free_vec(argv);
         return -1;
     }
-    w->next_index++;
     const char *procs[GX_CG_NCTRL + 1];
     for (int i = 0; boxed && i < br.nprocs; i++) procs[i] = br.procs[i];
     gx_proc_contain box = {procs, boxed ? br.nprocs : 0, 1};
-    char **gpu_env = pod_gpu_env(x, w, slot, devices);
-    char **envp = gx_podspec_envp(&w->ps, w->key, index, devices, (const char *const *)gpu_env,
+    char **gpu_env = pod_gpu_env(x, w, p->slot, p->devices);
+    char **envp = gx_podspec_envp(&w->ps, w->key, p->index, p->devices, (const char *const *)gpu_env,
                                   boxed ? br.work_dir : NULL);
     gx_podspec_free_vec(gpu_env);
     gx_proc_spec spec = {argv, envp, w->ps.working_dir ? w->ps.working_dir : cwd, logp, exitp};
     if (boxed) spec = (gx_proc_spec){br.argv, envp, "", logp, exitp};
-    gx_run_pod *p = gx_exec_pod_add(w);
-    p->gen = w->gen;
-    p->index = index;
-    p->slot = slot;
+    p->starting = 0;
     p->started_ms = gx_loop_now(x->loop);
-    p->exit_code = -1;
-    snprintf(p->devices, sizeof p->devices, "%s", devices);
     if (boxed) {
-        p->sandboxed = 1;
         p->uid = br.uid;
         p->memory_limit = br.memory_bytes;
         snprintf(p->cgroup, sizeof p->cgroup, "%s", br.cgroup);
@@ -145,22 +176,53 @@ static int start_pod(gx_exec *x, gx_run *w, int slot, const char *devices, gx_er
     }
     p->alive = 1;
     gx_exec_watch_pod(x, w, p);
+    /* tests only: hold the loop between the start and whatever records it */
+    if (x->start_delay_ms) usleep((useconds_t)x->start_delay_ms * 1000);
     return 0;
 }
 
-/* start_pod on the devices the admission gives `slot`; a command that cannot be
- * started fails the Job, and -1 tells the caller to start no more slots. */
-static int start_slot(gx_exec *x, gx_run *w, int slot)
+/* Start every planned pod of w (its record holding them is committed); the first that
+ * cannot be started fails the Job, and the rest are forgotten. -1 then. */
+static int launch_intents(gx_exec *x, gx_run *w)
 {
-    char dev[GX_EXEC_DEVS_MAX];
     gx_err e;
     gx_err_clear(&e);
-    if (slot_uuids(x, w, slot, dev, sizeof dev))
-        gx_errf(&e, 500, "", "pod %d is placed on more devices than a pod may use (%d)", slot, GX_EXEC_POD_DEVS);
-    else if (!start_pod(x, w, slot, dev, &e))
+    int rc = 0;
+    for (size_t i = 0; i < w->npods && !rc; i++)
+        if (w->pods[i].starting && launch_pod(x, w, &w->pods[i], &e)) rc = -1;
+    drop_intents(w);
+    if (rc) fail_job(x, w, e.msg);
+    return rc;
+}
+
+/* Plan the pod of `slot` on the devices its admission gives it; a placement that cannot
+ * be expressed fails the Job (and plans no more slots): -1. */
+static int intend_slot(gx_exec *x, gx_run *w, int slot)
+{
+    char dev[GX_EXEC_DEVS_MAX];
+    if (!slot_uuids(x, w, slot, dev, sizeof dev)) {
+        intend_pod(x, w, slot, dev);
         return 0;
-    fail_job(x, w, e.msg);
+    }
+    char why[200];
+    snprintf(why, sizeof why, "pod %d is placed on more devices than a pod may use (%d)", slot, GX_EXEC_POD_DEVS);
+    drop_intents(w);
+    fail_job(x, w, why);
     return -1;
+}
+
+/* Commit w's planned pods through the hook, then start them. When the record cannot be
+ * committed nothing starts: they are forgotten and *retry set for a later try. */
+static void commit_and_launch(gx_exec *x, gx_run *w, int64_t *retry)
+{
+    if (x->h.commit(x->h.ud, w)) {
+        drop_intents(w);
+        int64_t now = gx_loop_now(x->loop);
+        *retry = now + 1000;
+        if (!x->next_timer_check || *retry < x->next_timer_check) x->next_timer_check = *retry;
+        return;
+    }
+    launch_intents(x, w);
 }
 
 static void stop_pods(gx_exec *x, gx_run *w)
@@ -262,11 +324,12 @@ static int devices_busy(gx_exec *x, const gx_run *self, const char *devices)
     return 0;
 }
 
-/* The workload was just admitted (or its devices just freed): start its pods. */
-static void start_run(gx_exec *x, gx_run *w)
+/* The workload was just admitted (or its devices just freed): plan its pods (see
+ * gx_exec_prepare). */
+static int prepare_run(gx_exec *x, gx_run *w)
 {
     int count = -1;
-    if (x->h.admission(x->h.ud, w->key, &count) < 0) return;
+    if (x->h.admission(x->h.ud, w->key, &count) < 0) return 0;
     if (count < 0) count = w->ps.parallelism;
     int remaining = w->ps.completions - w->succeeded;
     if (count > remaining) count = remaining;
@@ -274,18 +337,50 @@ static void start_run(gx_exec *x, gx_run *w)
     size_t len = 0;
     for (int s = 0; s < count; s++) {
         char dev[GX_EXEC_DEVS_MAX];
-        if (slot_uuids(x, w, s, dev, sizeof dev)) continue;   /* start_slot fails the Job */
+        if (slot_uuids(x, w, s, dev, sizeof dev)) continue;   /* intend_slot fails the Job */
         if (*dev) len += (size_t)snprintf(all + len, len < sizeof all ? sizeof all - len : 0, "%s%s", len ? "," : "", dev);
     }
     if (devices_busy(x, w, all)) {
         w->deferred = 1;
         gx_run_note(w, "waiting for stopping processes to release GPUs %s", all);
-        return;
+        return 0;
     }
     w->deferred = 0;
     for (int s = 0; s < count; s++)
-        if (start_slot(x, w, s)) break;
-    if (gx_run_alive(w, 1)) gx_run_note(w, "%d pod%s started", gx_run_alive(w, 1), gx_run_alive(w, 1) == 1 ? "" : "s");
+        if (intend_slot(x, w, s)) return 0;
+    return count;
+}
+
+int gx_exec_prepare(gx_exec *x, gx_run *w)
+{
+    w->deferred = 0;
+    return prepare_run(x, w);
+}
+
+void gx_exec_launch(gx_exec *x, gx_run *w)
+{
+    launch_intents(x, w);
+    int n = gx_run_alive(w, 1);
+    if (n) gx_run_note(w, "%d pod%s started", n, n == 1 ? "" : "s");
+}
+
+void gx_exec_unprepare(gx_exec *x, gx_run *w, const char *why)
+{
+    size_t before = w->npods;
+    drop_intents(w);
+    if (w->npods == before) return;   /* nothing was planned (deferred, or the Job failed) */
+    w->deferred = 1;   /* the tick tries again within a second */
+    gx_run_note(w, "admitted; waiting until the store records its pods (%s)", why);
+    int64_t t = gx_loop_now(x->loop) + 1000;
+    if (!x->next_timer_check || t < x->next_timer_check) x->next_timer_check = t;
+}
+
+/* prepare_run, the commit hook, then the launch. */
+static void start_run(gx_exec *x, gx_run *w)
+{
+    if (!prepare_run(x, w)) return;
+    if (x->h.commit(x->h.ud, w)) { gx_exec_unprepare(x, w, "the store did not commit"); return; }
+    gx_exec_launch(x, w);
 }
 
 static void on_pod_fd(gx_loop *l, int fd, uint32_t ev, void *ud)
@@ -337,8 +432,6 @@ void gx_exec_pod_exited(gx_exec *x, gx_run *w, gx_run_pod *p)
         if (!gx_run_alive(w, 0)) { w->stopping = 0; w->kill_at = 0; }
         return;
     }
-    gx_err e;
-    gx_err_clear(&e);
     if (p->sandboxed && sandbox_up == 0 && !start_errno && !p->signal_no) {
         /* bwrap gave up before the pod's command ran: its reason is the log's last line */
         char why[400], tail[300];
@@ -368,9 +461,17 @@ void gx_exec_pod_exited(gx_exec *x, gx_run *w, gx_run_pod *p)
             stop_pods(x, w);
             x->h.ended(x->h.ud, w, GX_RUN_SUCCEEDED);
         } else if (w->succeeded + gx_run_alive(w, 1) < w->ps.completions) {
-            char dev[512];
+            /* the next completion on the same slot; while recovering nothing can be
+             * committed, so the tick starts it (restart_failed fills free slots) */
+            if (x->recovering) {
+                w->retry_at = now;
+                x->next_timer_check = now;
+                return;
+            }
+            char dev[GX_EXEC_DEVS_MAX];
             snprintf(dev, sizeof dev, "%s", p->devices);
-            if (start_pod(x, w, p->slot, dev, &e)) fail_job(x, w, e.msg);
+            intend_pod(x, w, p->slot, dev);
+            commit_and_launch(x, w, &w->retry_at);
         }
         return;
     }
@@ -405,14 +506,16 @@ static void restart_failed(gx_exec *x, gx_run *w)
     w->retry_at = 0;
     int admitted = x->h.admission(x->h.ud, w->key, NULL) == 1;
     if (!admitted || w->stopping) return;
-    int count = w->ps.parallelism;
-    for (int s = 0; s < count && w->succeeded + gx_run_alive(w, 1) < w->ps.completions; s++) {
+    int count = w->ps.parallelism, planned = 0;
+    for (int s = 0; s < count && w->succeeded + gx_run_alive(w, 1) + planned < w->ps.completions; s++) {
         int busy = 0;
         for (size_t i = 0; i < w->npods; i++)
-            if (w->pods[i].alive && w->pods[i].gen == w->gen && w->pods[i].slot == s) busy = 1;
+            if ((w->pods[i].alive || w->pods[i].starting) && w->pods[i].gen == w->gen && w->pods[i].slot == s) busy = 1;
         if (busy) continue;
-        if (start_slot(x, w, s)) break;
+        if (intend_slot(x, w, s)) return;
+        planned++;
     }
+    if (planned) commit_and_launch(x, w, &w->retry_at);
 }
 
 /* ---- the tick: timers, scheduling pass, deferred starts ----------------------------- */
@@ -493,6 +596,7 @@ gx_exec *gx_exec_new(const gx_exec_config *c)
     snprintf(x->run_dir, sizeof x->run_dir, "%s", c->run_dir);
     x->gpu = c->gpu;
     x->h = c->hooks;
+    x->start_delay_ms = c->start_delay_ms;
     gx_strmap_init(&x->runs);
     return x;
 }

@@ -10,11 +10,20 @@
  *
  * One thread: every function runs on the loop, so nothing is locked.
  *
+ * A pod never runs twice: its intent (admission, completion index, slot, devices, cgroup)
+ * is recorded and committed (the commit hook) BEFORE its shim is started, as a pod that
+ * is "starting" with no pid; the pid follows in a later record. A kill -9 between the two
+ * leaves a starting pod in the store, and recovery looks for it instead of starting it
+ * again: the shim is found by its command line, which names the pod's exit file.
+ *
  * Recovery rule (docs/operations.md): after a restart, each pod recorded as running
- * is re-adopted when its shim is still alive (same pid and start time); a pod whose
- * shim ended while the daemon was down is settled from the exit status the shim
- * wrote; a pod that is gone without a record is lost, and a workload with a lost pod
- * has its other pods stopped and is requeued (Evicted, reason ProcessesLost). */
+ * is re-adopted when its shim is still alive (same pid and start time); a pod recorded
+ * as starting is re-adopted when a shim for its exit file runs; a pod of either kind
+ * whose shim ended while the daemon was down is settled from the exit status the shim
+ * wrote; a pod that is gone without a record (or a starting pod with neither a shim nor
+ * an exit record: never started, or its shim was killed) is lost, whatever is left in its
+ * cgroup is killed, and a workload with a lost pod has its other pods stopped and is
+ * requeued (Evicted, reason ProcessesLost). Nothing recorded is ever started again. */
 #ifndef GX_EXECUTOR_H
 #define GX_EXECUTOR_H
 #include <limits.h>
@@ -45,6 +54,7 @@ typedef struct gx_run_pod {
     int slot;              /* which of the admitted pods' devices it uses */
     gx_proc proc;
     int alive;
+    int starting;          /* recorded, not yet started (no pid): see the rule at the top */
     int64_t started_ms, finished_ms;
     int exit_code, signal_no;   /* valid when !alive; -1 exit_code = unknown */
     char devices[GX_EXEC_DEVS_MAX];   /* comma-separated GPU UUIDs */
@@ -102,6 +112,11 @@ typedef struct gx_exec_hooks {
     void (*persist)(void *ud, gx_run *r);
     /* A pod exited while the loop waited: whoever follows logs may look again. */
     void (*wake)(void *ud);
+    /* Record r and commit it now, before the pods it holds as starting are started: 0
+     * when durable, -1 when not (they are then not started, and tried again later). The
+     * executor calls it from gx_exec_start, its tick and pod exits, never from
+     * gx_exec_recover: the caller holds no transaction open around those. */
+    int (*commit)(void *ud, gx_run *r);
 } gx_exec_hooks;
 
 typedef struct gx_exec_config {
@@ -112,6 +127,7 @@ typedef struct gx_exec_config {
     const char *run_dir;   /* DATA/run: NS/NAME/gG-pI.exit, the default working folder (the same) */
     struct gx_gpu_rt *gpu; /* the GPU runtime (device env, MPS pipes, sharing); NULL none */
     gx_exec_hooks hooks;
+    int start_delay_ms;    /* tests only (GPUAAS_TEST_START_DELAY_MS): wait after each pod's start */
 } gx_exec_config;
 
 typedef struct gx_exec gx_exec;
@@ -153,8 +169,18 @@ void gx_exec_drop(gx_exec *x, gx_run *r);
 /* Admitted: a new generation whose pods gx_exec_start starts (after the caller's commit). */
 void gx_exec_admit(gx_exec *x, gx_run *r);
 /* Start the pods of an admitted run on the admission's devices, or defer them while
- * stopping processes still hold those devices. */
+ * stopping processes still hold those devices: gx_exec_prepare, the commit hook, then
+ * gx_exec_launch (gx_exec_unprepare when the commit fails). */
 void gx_exec_start(gx_exec *x, gx_run *r);
+/* gx_exec_start in steps, for a caller that commits many runs at once: plan r's pods
+ * (each recorded in r as starting, no process yet) and return how many, 0 when none
+ * (deferred while stopping processes hold its devices, or the Job failed). r's record
+ * must then be committed before gx_exec_launch starts them; when it cannot be,
+ * gx_exec_unprepare forgets them and the run waits (deferred, retried by the tick; a run
+ * with nothing planned is left as it is). */
+int gx_exec_prepare(gx_exec *x, gx_run *r);
+void gx_exec_launch(gx_exec *x, gx_run *r);
+void gx_exec_unprepare(gx_exec *x, gx_run *r, const char *why);
 /* Stop every live pod: SIGTERM (SIGKILL without a grace period), SIGKILL after the
  * grace period. note (may be NULL) becomes r->note. */
 void gx_exec_stop(gx_exec *x, gx_run *r, const char *note);

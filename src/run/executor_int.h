@@ -14,6 +14,8 @@ struct gx_exec {
     struct gx_gpu_rt *gpu;
     gx_exec_hooks h;
     gx_strmap runs;        /* key -> gx_run */
+    int start_delay_ms;    /* tests only: see gx_exec_config */
+    int recovering;        /* in gx_exec_recover: pods are not started (nothing can be committed) */
     int64_t next_timer_check;
 };
 

@@ -81,6 +81,7 @@ json_t *gx_run_record(const gx_run *w)
             "startTime", (json_int_t)p->proc.start_time, "alive", p->alive,
             "startedMs", (json_int_t)p->started_ms, "finishedMs", (json_int_t)p->finished_ms,
             "exitCode", p->exit_code, "signal", p->signal_no, "devices", p->devices, "reason", p->reason);
+        if (p->starting) json_object_set_new(po, "starting", json_true());
         if (p->sandboxed)
             json_object_update_new(po, json_pack("{s:b,s:I,s:s,s:I}", "sandboxed", 1, "uid", (json_int_t)p->uid,
                                                  "cgroup", p->cgroup, "memoryLimit", (json_int_t)p->memory_limit));
@@ -123,6 +124,7 @@ void gx_run_restore(gx_run *w, const json_t *r)
         p->proc.pid = (pid_t)json_integer_value(json_object_get(x, "pid"));
         p->proc.start_time = (uint64_t)json_integer_value(json_object_get(x, "startTime"));
         p->alive = json_is_true(json_object_get(x, "alive"));
+        p->starting = json_is_true(json_object_get(x, "starting"));
         p->started_ms = json_integer_value(json_object_get(x, "startedMs"));
         p->finished_ms = json_integer_value(json_object_get(x, "finishedMs"));
         p->exit_code = (int)json_integer_value(json_object_get(x, "exitCode"));
@@ -138,6 +140,25 @@ void gx_run_restore(gx_run *w, const json_t *r)
 
 /* ---- recovery ------------------------------------------------------------------------- */
 
+/* A pod recorded as starting (its intent was committed, its pid was not): did its shim
+ * start? Its exit record says it ran and ended (it is then settled like a pod that ended
+ * while the daemon was down: 1); a shim for its exit file says it runs (adopted: 1); with
+ * neither it never started or its shim was killed: 0, and it is lost. It is never
+ * started again: a copy of it may live. */
+static int find_started(gx_exec *x, gx_run *w, gx_run_pod *p, int *ended)
+{
+    char ep[PATH_MAX];
+    gx_exec_exit_path(x, w, p->gen, p->index, ep, sizeof ep);
+    *ended = 0;
+    gx_proc found;
+    if (access(ep, F_OK) == 0) *ended = 1;
+    else if (gx_proc_find_shim(ep, &found)) return 0;
+    else p->proc = found;
+    p->starting = 0;
+    p->alive = 1;
+    return 1;
+}
+
 /* Re-attach one workload's recorded processes (see the rule in executor.h). */
 void gx_exec_recover(gx_exec *x, gx_run *w)
 {
@@ -145,22 +166,31 @@ void gx_exec_recover(gx_exec *x, gx_run *w)
     int lost = 0;
     gx_run_pod *ended[64];
     int nended = 0;
+    x->recovering = 1;
     for (size_t i = 0; i < w->npods; i++) {
         gx_run_pod *p = &w->pods[i];
-        if (!p->alive) continue;
+        int found_ended = 0;
+        if (p->starting && find_started(x, w, p, &found_ended)) {
+            if (found_ended) { if (nended < 64) ended[nended++] = p; }
+            else gx_exec_watch_pod(x, w, p);
+            continue;
+        }
+        if (!p->alive && !p->starting) continue;
         char ep[PATH_MAX];
         gx_exec_exit_path(x, w, p->gen, p->index, ep, sizeof ep);
         gx_proc adopted;
-        if (access(ep, F_OK) == 0) {
+        if (p->alive && access(ep, F_OK) == 0) {
             if (nended < 64) ended[nended++] = p;
-        } else if (gx_proc_adopt(p->proc.pid, p->proc.start_time, &adopted) == 0) {
+        } else if (p->alive && gx_proc_adopt(p->proc.pid, p->proc.start_time, &adopted) == 0) {
             p->proc = adopted;
             p->watch = NULL;
             gx_exec_watch_pod(x, w, p);
         } else {
-            /* its shim is gone without a record: whatever of it still runs in its cgroup
-             * is stopped, so that the requeued run can never overlap it */
+            /* its shim is gone without a record (or a starting pod's never showed up):
+             * whatever of it still runs in its cgroup is stopped, so that the requeued
+             * run can never overlap it */
             gx_exec_pod_release(x, p);
+            p->starting = 0;
             p->alive = 0;
             p->finished_ms = now;
             p->exit_code = -1;
@@ -180,5 +210,6 @@ void gx_exec_recover(gx_exec *x, gx_run *w)
             w->deferred = 1; /* admitted but never started: start now */
         if (!admitted && gx_run_alive(w, 0)) gx_exec_stop(x, w, NULL); /* they were being stopped */
     }
+    x->recovering = 0;
     x->next_timer_check = now;
 }

@@ -2,6 +2,7 @@
  * Owns: everything between "here is argv" and "it exited with N".
  * Must not: allocate or call non-async-signal-safe functions between fork and exec
  * (posix_spawn does the fork/exec); put the Job's environment in the shim's own. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -246,6 +247,42 @@ int gx_proc_adopt(pid_t pid, uint64_t start_time, gx_proc *out)
     out->start_time = st;
     out->pidfd = pidfd_open_compat(pid);
     return 0;
+}
+
+/* Is /proc/<pid>/cmdline "gpuaas-shim\0EXIT_PATH\0..."? A command line longer than the
+ * buffer is cut, which never matters: the two words sought come first. */
+static int is_shim_for(const char *pid, const char *exit_path)
+{
+    char path[64], buf[4200 + 16];
+    snprintf(path, sizeof path, "/proc/%s/cmdline", pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return 0;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0) return 0;
+    buf[n] = 0;
+    size_t l0 = strlen(buf);
+    if ((size_t)n <= l0 + 1) return 0;
+    const char *base = strrchr(buf, '/');
+    base = base ? base + 1 : buf;
+    return !strcmp(base, "gpuaas-shim") && !strcmp(buf + l0 + 1, exit_path);
+}
+
+int gx_proc_find_shim(const char *exit_path, gx_proc *out)
+{
+    memset(out, 0, sizeof *out);
+    out->pidfd = -1;
+    out->errfd = -1;
+    DIR *d = opendir("/proc");
+    if (!d) return -1;
+    int rc = -1;
+    for (struct dirent *e; rc && (e = readdir(d));) {
+        if (e->d_name[0] < '1' || e->d_name[0] > '9' || !is_shim_for(e->d_name, exit_path)) continue;
+        pid_t pid = (pid_t)atoi(e->d_name);
+        rc = gx_proc_adopt(pid, gx_proc_start_time(pid), out);
+    }
+    closedir(d);
+    return rc;
 }
 
 int gx_proc_signal(const gx_proc *p, int sig)

@@ -86,6 +86,12 @@ int gx_proc_shim_path(char *out, size_t n);
  * still alive, -1 when it is gone (or the pid now belongs to someone else). */
 int gx_proc_adopt(pid_t pid, uint64_t start_time, gx_proc *out);
 
+/* Find the shim started for exit_path (its argv is "gpuaas-shim EXIT_PATH ...", and an exit
+ * path names one pod of one admission) among the live processes, and attach to it as
+ * gx_proc_adopt does. 0 when found, -1 when no such shim runs. This is how a pod started
+ * by a daemon that died before recording its pid is recognised (run/executor.h). */
+int gx_proc_find_shim(const char *exit_path, gx_proc *out);
+
 /* Send sig to the whole process group. */
 int gx_proc_signal(const gx_proc *p, int sig);
 

@@ -37,6 +37,9 @@ typedef struct gx_run_config {
     char work_dir[PATH_MAX];         /* "" = DATA/work */
     char bwrap[PATH_MAX];            /* not in gpuaas.yaml: GPUAAS_BWRAP (tests), set by the
                                       * composition root; "" = search PATH */
+    int start_delay_ms;              /* not in gpuaas.yaml: GPUAAS_TEST_START_DELAY_MS (tests
+                                      * only): the executor waits this long after starting a
+                                      * pod, widening the window a kill -9 must hit */
     /* {ns: {"uid": N, "gid": N, "hostPaths": [{"path": "/abs", "readOnly": bool}]}}; uid and
      * gid present only when mapped by the admin */
     json_t *namespaces;

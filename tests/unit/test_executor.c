@@ -21,6 +21,8 @@ static struct {
     gx_run_end how;
     char note[256];
     int reschedules, persists, wakes;
+    int commits, commit_fails;   /* commit hook calls; fail them when commit_fails */
+    json_t *committed;     /* the last record the commit hook made durable */
 } eng;
 
 static int h_admission(void *ud, const char *key, int *count)
@@ -52,10 +54,21 @@ static void h_reschedule(void *ud) { (void)ud; eng.reschedules++; }
 static void h_persist(void *ud, gx_run *r) { (void)ud; (void)r; eng.persists++; }
 static void h_wake(void *ud) { (void)ud; eng.wakes++; }
 
+/* The store's side of a commit: what a kill -9 right after it would leave. */
+static int h_commit(void *ud, gx_run *r)
+{
+    (void)ud;
+    eng.commits++;
+    if (eng.commit_fails) return -1;
+    json_decref(eng.committed);
+    eng.committed = gx_run_record(r);
+    return 0;
+}
+
 static gx_exec *exec_new(void)
 {
     gx_exec_config c = {loop, NULL, 0, logs, runs, NULL,
-                        {NULL, h_admission, h_slot_devices, h_ended, h_reschedule, h_persist, h_wake}};
+                        {NULL, h_admission, h_slot_devices, h_ended, h_reschedule, h_persist, h_wake, h_commit}, 0};
     return gx_exec_new(&c);
 }
 
@@ -75,6 +88,7 @@ static void teardown(void)
 {
     gx_exec_free(X);
     gx_loop_free(loop);
+    json_decref(eng.committed);
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     cr_assert_eq(system(cmd), 0);
@@ -325,4 +339,123 @@ Test(executor, record_round_trips)
     json_decref(rec);
     json_decref(rec2);
     gx_run_free(b);
+}
+
+/* The daemon dies right after committing a pod's intent and starting it, before its pid
+ * is recorded: a new executor recovers from that record (eng.committed). */
+static gx_run *restart_from_commit(gx_run *r)
+{
+    json_t *rec = json_incref(eng.committed), *manifest = json_incref(r->manifest);
+    gx_exec_free(X);                 /* the daemon stops; its pods do not */
+    X = exec_new();
+    gx_err e;
+    gx_run *again = gx_run_new(manifest, &e);
+    cr_assert_not_null(again);
+    gx_run_restore(again, rec);
+    gx_exec_add(X, again);
+    json_decref(rec);
+    json_decref(manifest);
+    return again;
+}
+
+Test(executor, a_pod_is_recorded_before_it_starts)
+{
+    gx_run *r = job("intent", "sleep 30", 1, 0, 0);
+    gx_exec_admit(X, r);
+    gx_exec_start(X, r);
+    cr_assert_eq(eng.commits, 1, "one commit before the start");
+    json_t *p0 = json_array_get(json_object_get(eng.committed, "pods"), 0);
+    cr_assert_not_null(p0, "the committed record holds the pod");
+    cr_assert(json_is_true(json_object_get(p0, "starting")));
+    cr_assert_eq(json_integer_value(json_object_get(p0, "pid")), 0, "no process yet when it was committed");
+    cr_assert_eq(json_integer_value(json_object_get(p0, "index")), 0);
+    cr_assert_eq(gx_run_alive(r, 0), 1);
+    cr_assert_gt(r->pods[0].proc.pid, 0);
+    cr_assert_eq(r->pods[0].starting, 0);
+    json_t *now = gx_run_record(r);
+    cr_assert_null(json_object_get(json_array_get(json_object_get(now, "pods"), 0), "starting"));
+    json_decref(now);
+    gx_exec_stop(X, r, NULL);
+    cr_assert(run_until(no_live_pods, r, 10000));
+}
+
+Test(executor, a_starting_pod_whose_shim_runs_is_readopted_not_started_again)
+{
+    gx_run *r = job("twice", "echo ran; sleep 30", 1, 0, 0);
+    gx_exec_admit(X, r);
+    gx_exec_start(X, r);
+    pid_t pid = r->pods[0].proc.pid;
+    wait_log(r, "ran\n");
+    gx_run *again = restart_from_commit(r);
+    gx_exec_recover(X, again);
+    cr_assert_eq(again->npods, 1, "no second pod");
+    cr_assert_eq(gx_run_alive(again, 0), 1);
+    cr_assert_eq(again->pods[0].proc.pid, pid, "the running shim was found and adopted");
+    cr_assert_eq(again->pods[0].starting, 0);
+    cr_assert_geq(again->pods[0].proc.pidfd, 0, "watched");
+    cr_assert_eq(eng.ended, 0);
+    gx_exec_tick(X, gx_loop_update_time(loop));   /* whatever is due after recovery */
+    usleep(200000);
+    cr_assert_eq(again->npods, 1, "still one pod after the tick");
+    char path[PATH_MAX], text[64];
+    gx_run_log_path(logs, again->key, 0, path, sizeof path);
+    read_file(path, text, sizeof text);
+    cr_assert_str_eq(text, "ran\n", "the command ran once");
+    gx_exec_stop(X, again, NULL);
+    cr_assert(run_until(no_live_pods, again, 10000));
+    cr_assert_eq(again->pods[0].signal_no, SIGKILL);
+}
+
+Test(executor, a_starting_pod_that_ended_meanwhile_is_settled_from_its_exit_record)
+{
+    gx_run *r = job("quick", "echo ran", 1, 0, 0);
+    gx_exec_admit(X, r);
+    gx_exec_start(X, r);
+    char ep[PATH_MAX];
+    snprintf(ep, sizeof ep, "%s/team-a/quick/g1-p0.exit", runs);
+    for (int i = 0; i < 500 && access(ep, F_OK); i++) usleep(10000);
+    cr_assert_eq(access(ep, F_OK), 0, "the shim wrote its exit record");
+    gx_run *again = restart_from_commit(r);
+    gx_exec_recover(X, again);
+    cr_assert_eq(again->npods, 1);
+    cr_assert_eq(gx_run_alive(again, 0), 0);
+    cr_assert_eq(again->pods[0].exit_code, 0);
+    cr_assert_eq(eng.ended, 1);
+    cr_assert_eq(eng.how, GX_RUN_SUCCEEDED);
+}
+
+Test(executor, a_starting_pod_with_no_shim_and_no_exit_record_is_lost_not_started_again)
+{
+    gx_run *r = job("gone", "sleep 30", 1, 0, 0);
+    gx_exec_admit(X, r);
+    gx_exec_start(X, r);
+    pid_t pid = r->pods[0].proc.pid;
+    kill(-pid, SIGKILL);   /* the shim and its command: no exit record */
+    for (int i = 0; i < 500 && !gx_proc_exited(&r->pods[0].proc); i++) usleep(10000);
+    gx_run *again = restart_from_commit(r);
+    gx_exec_recover(X, again);
+    cr_assert_eq(again->npods, 1, "nothing started again");
+    cr_assert_eq(gx_run_alive(again, 0), 0);
+    cr_assert_eq(again->pods[0].starting, 0);
+    cr_assert_eq(eng.ended, 1);
+    cr_assert_eq(eng.how, GX_RUN_LOST);
+    cr_assert_str_eq(eng.note, "1 pod was gone when gpuaas restarted; requeued");
+}
+
+Test(executor, a_pod_whose_intent_cannot_be_committed_does_not_start)
+{
+    gx_run *r = job("nocommit", "echo ran", 1, 0, 0);
+    eng.commit_fails = 1;
+    gx_exec_admit(X, r);
+    gx_exec_start(X, r);
+    cr_assert_eq(eng.commits, 1);
+    cr_assert_eq(r->npods, 0, "nothing started without a durable intent");
+    cr_assert_eq(r->next_index, 0);
+    cr_assert(r->deferred, "tried again by the tick");
+    cr_assert_str_eq(r->note, "admitted; waiting until the store records its pods (the store did not commit)");
+    eng.commit_fails = 0;
+    cr_assert(run_until(ended, r, 10000), "%s", r->note);
+    cr_assert_eq(eng.how, GX_RUN_SUCCEEDED);
+    cr_assert_eq(r->npods, 1);
+    cr_assert_eq(eng.commits, 2);
 }
