@@ -10,7 +10,8 @@
 #    charge at most what it reserved, and count what it cut in /metrics.
 # charged/limit is read from the usage API and from /metrics (authorized_hits), printed,
 # and must be <= 100 %. Also: a streamed request whose stream_options is not an object is
-# a 400 naming stream_options (it was a 500).
+# a 400 naming stream_options (it was a 500), and /api/v1/models lists a user only the
+# models their tiers may use.
 source "$(dirname "$0")/lib.sh"
 G=$GPUAAS_BIN
 start_fake bytes --byte-tokenizer --token-ms 1 && start_fake liar --prompt-tokens-per-byte 2 --token-ms 1 ||
@@ -37,9 +38,19 @@ metadata: {name: roomy}
 spec: {limits: {tokensPerDay: 1000000}}
 ---
 apiVersion: gpuaas.dev/v1alpha1
+kind: Tier
+metadata: {name: team-b-only}
+spec: {namespaces: [team-b]}
+---
+apiVersion: gpuaas.dev/v1alpha1
 kind: Model
 metadata: {name: bytes}
 spec: {servedNames: [bytes-model], tiers: [honest, roomy], url: "http://127.0.0.1:$PB"}
+---
+apiVersion: gpuaas.dev/v1alpha1
+kind: Model
+metadata: {name: hidden}
+spec: {servedNames: [hidden-model], tiers: [team-b-only], url: "http://127.0.0.1:$PB"}
 ---
 apiVersion: gpuaas.dev/v1alpha1
 kind: Model
@@ -67,6 +78,14 @@ out=$(curl -s -w '\n%{http_code}' -H "Authorization: Bearer $ROOMY" \
   -d '{"model":"bytes-model","messages":[{"role":"user","content":"hi"}],"max_tokens":1,"stream":true,"stream_options":null}' \
   "$GPUAAS_SERVER/v1/chat/completions")
 expect_eq "stream_options null: streamed as usual" "$(status_of "$out") $(grep -c '^data: \[DONE\]' <<<"$out")" "200 1"
+
+# /api/v1/models: a user sees the models of the tiers open to them, an admin every one
+DORA=$("$G" users create dora --namespaces team-a -o json | jq -r .token)
+expect_eq "/api/v1/models for a user of team-a: not the model only team-b's tier may use" \
+  "$(TOKEN=$DORA api GET /api/v1/models | sed '$d' | jq -r '[.items[].name] | sort | join(",")')" "bytes,liar"
+expect_eq "...nor by its name" "$(status_of "$(TOKEN=$DORA api GET /api/v1/models/hidden)")" 404
+expect_eq "an admin sees every model" "$(api GET /api/v1/models | sed '$d' | jq -r '[.items[].name] | sort | join(",")')" \
+  "bytes,hidden,liar"
 
 metrics() { curl -s -m 5 "$GPUAAS_SERVER/metrics"; }
 # hits TIER: tokens charged to a tier, summed over its authorized_hits series
