@@ -219,6 +219,7 @@ static int top_member(scan *s, const val *k, const val *x)
         o->stream = x->type == T_TRUE;
     } else if (key_is(k, "stream_options")) {
         o->stream_opts = x->type == T_OBJ && s->so_usage ? 1 : 2;
+        o->stream_opts_bad = x->type != T_OBJ && x->type != T_NULL;
     } else if (key_is(k, "max_completion_tokens")) {
         o->mct_kind = kind_of(x);
         if (x->type == T_INT) o->mct = x->i;
@@ -294,7 +295,7 @@ static int value(scan *s, int depth, int td, val *v, int mode)
 
 static void clear(gx_maas_body *o)
 {
-    o->has_model = o->model_long = o->stream = o->stream_opts = o->has_max = o->has_n = 0;
+    o->has_model = o->model_long = o->stream = o->stream_opts = o->stream_opts_bad = o->has_max = o->has_n = 0;
     o->mt_kind = o->mct_kind = o->n_kind = 0;
     o->model[0] = 0;
     o->max_tokens = o->n = o->text_bytes = o->messages = o->mt = o->mct = 0;
@@ -354,6 +355,7 @@ void gx_maas_body_of_json(const json_t *b, gx_maas_body *out)
     out->stream = json_is_true(json_object_get(b, "stream"));
     const json_t *so = json_object_get(b, "stream_options");
     if (so) out->stream_opts = json_is_object(so) && json_is_true(json_object_get(so, "include_usage")) ? 1 : 2;
+    out->stream_opts_bad = so && !json_is_object(so) && !json_is_null(so);
     const json_t *mct = json_object_get(b, "max_completion_tokens"), *mt = json_object_get(b, "max_tokens");
     out->mct_kind = json_kind(mct);
     if (json_is_integer(mct)) out->mct = json_integer_value(mct);

@@ -29,6 +29,9 @@ typedef struct gx_maas_body {
     int stream;                       /* "stream": true */
     int stream_opts;                  /* 0: no "stream_options"; 1: an object whose include_usage is
                                        * true; 2: anything else */
+    int stream_opts_bad;              /* "stream_options" is there but neither an object nor null:
+                                       * a streamed request with it is refused (400), since the
+                                       * gateway must set include_usage inside it */
     int has_max;                      /* max_completion_tokens if an integer, else max_tokens if one */
     int64_t max_tokens;
     int mt_kind, mct_kind;            /* "max_tokens", "max_completion_tokens": GX_MAAS_F_* */

@@ -4,10 +4,11 @@
  * Must not: do I/O or read a clock: "now" is passed in, so the unit tests drive it.
  * Exactness: an admission checks used + reserved + cost <= limit for every window of
  * the key, of its user in the tier (spec.userLimits) and of the tier, then takes all of
- * them at once (one thread: no race), so
- * however many requests race, the tokens charged in a window never pass its limit as
- * long as the upstream keeps to the grant (the reservation is the worst case; proxy.c
- * writes the grant into the body it forwards).
+ * them at once (one thread: no race), and a request is never charged more than it
+ * reserved, so however many requests race, the tokens charged in a window never pass its
+ * limit (the reservation is the worst case: the prompt's bound, gx_maas_prompt_bound,
+ * plus the grant, which proxy.c writes into the body it forwards; what an upstream
+ * reports past the reservation is not charged, gx_maas_charge_cap).
  * Grants: a request that names a completion limit reserves its prompt plus min(limit,
  * cap) per completion or is refused; one that names none is granted what every window
  * has left, up to the cap, computed and reserved in the same call.
@@ -259,7 +260,7 @@ static void too_big_hint(const gx_maas_ask *a, int64_t limit, char *out, size_t 
     if (!a->choices)
         snprintf(out, n, "shorten the input");
     else if (a->prompt + a->choices > limit)
-        snprintf(out, n, "shorten the prompt (about %lld tokens)%s", (long long)a->prompt, a->choices > 1 ? " or lower n" : "");
+        snprintf(out, n, "shorten the prompt (up to %lld tokens)%s", (long long)a->prompt, a->choices > 1 ? " or lower n" : "");
     else
         snprintf(out, n, "lower max_tokens to at most %lld", (long long)((limit - a->prompt) / a->choices));
 }
@@ -434,6 +435,23 @@ void gx_maas_settle(gx_maas_tier *t, gx_maas_bucket *kb, gx_maas_user_bucket *ub
     int n = subjects_of(t, kb, ub, s);
     for (int k = 0; k < n; k++) settle_one(s[k].l, s[k].b, reserved, actual, refund_request, now);
     t->dirty = 1;
+}
+
+/* The reservation is an upper bound for any upstream that keeps to its grant and
+ * tokenizes as gx_maas_prompt_bound assumes; one that reports more (a template that adds
+ * text, a miscounting server) is charged the reservation and no more: it was admitted
+ * against that figure alone, and charging past it would let racing requests pass the
+ * limit that admission promised. The tokens cut are counted for the operator
+ * (gpuaas_gateway_tokens_over_reservation_total). */
+int64_t gx_maas_charge_cap(int64_t reserved, int64_t *prompt, int64_t *completion)
+{
+    if (*prompt < 0) *prompt = 0;
+    if (*completion < 0) *completion = 0;
+    int64_t over = *prompt + *completion - reserved;
+    if (over <= 0) return 0;
+    if (*prompt > reserved) *prompt = reserved;
+    *completion = reserved - *prompt;
+    return over;
 }
 
 /* ---- per-user buckets (spec.userLimits) ---------------------------------------------- */

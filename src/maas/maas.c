@@ -1,8 +1,9 @@
 /* maas: the gateway's front: life cycle, dispatch, and the REST side.
  * Owns: /v1/models, dispatch of /v1/{chat/completions,completions,embeddings} to
- * proxy.c after authentication, /api/v1/keys (a user's own keys), /api/v1/models,
- * /api/v1/tiers, /api/v1/usage, Model/Tier apply and delete, OpenAI's error envelope
- * and the x-ratelimit-* headers, the tick (curl timers, models, usage flush).
+ * proxy.c after authentication, /api/v1/keys (a user's own keys), /api/v1/models and
+ * /api/v1/tiers (a user sees what their tiers open to them), /api/v1/usage, Model/Tier
+ * apply and delete, OpenAI's error envelope and the x-ratelimit-* headers, the tick
+ * (curl timers, models, usage flush).
  * Must not: let /v1/models count against any limit; put SQLite on the /v1 path. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -448,6 +449,20 @@ static int tier_open_to(const gx_maas_tier *t, const gx_user *u)
     return 0;
 }
 
+/* May user u use the model: is one of its tiers open to them? An admin sees every model;
+ * a user is shown only what a key of theirs could call (issue 16), as with tiers. */
+static int model_open_to(gx_maas *m, const gx_maas_model *md, const gx_user *u)
+{
+    if (u->admin) return 1;
+    size_t i;
+    json_t *x;
+    json_array_foreach(md->tiers, i, x) {
+        const gx_maas_tier *t = gx_maas_tier_get(m, json_string_value(x));
+        if (t && tier_open_to(t, u)) return 1;
+    }
+    return 0;
+}
+
 static json_t *limits_view(const gx_maas_limits *l)
 {
     json_t *req = json_array(), *tok = json_array();
@@ -488,7 +503,7 @@ static void objects_api(gx_maas *m, const gx_user *u, gx_req *req, gx_resp *resp
         if (nseg == 4 && strcmp(k, seg[3])) continue;
         if (models) {
             gx_maas_model *md = map->vals[i];
-            if (md->present) json_array_append_new(items, gx_maas_model_view(md));
+            if (md->present && model_open_to(m, md, u)) json_array_append_new(items, gx_maas_model_view(md));
         } else {
             gx_maas_tier *t = map->vals[i];   /* a user sees the tiers they may use */
             if (t->present && tier_open_to(t, u)) json_array_append_new(items, tier_view(t));

@@ -50,7 +50,7 @@ enum { GX_MAAS_OK = 0, GX_MAAS_LIM_REQUESTS, GX_MAAS_LIM_TOKENS, GX_MAAS_LIM_CON
 
 /* What a request asks of the token budgets. */
 typedef struct gx_maas_ask {
-    int64_t prompt;            /* the prompt's token estimate */
+    int64_t prompt;            /* the prompt's tokens at most (gx_maas_prompt_bound) */
     int64_t choices;           /* completions it generates (n, times the prompts of a batch); 0: none
                                 * (embeddings) */
     int64_t want;              /* the completion limit it names, per completion; 0: none */
@@ -113,6 +113,10 @@ int gx_maas_admit_ask(gx_maas_tier *t, gx_maas_bucket *kb, gx_maas_user_bucket *
  * count (the upstream never answered). */
 void gx_maas_settle(gx_maas_tier *t, gx_maas_bucket *kb, gx_maas_user_bucket *ub, int64_t reserved,
                     int64_t actual, int refund_request, int64_t now);
+/* What a served request is charged: the usage the upstream reported (*prompt,
+ * *completion), cut to the reservation when it reports more (the prompt first, then the
+ * completion gets the rest). Returns the tokens cut (0 when it kept to the reservation). */
+int64_t gx_maas_charge_cap(int64_t reserved, int64_t *prompt, int64_t *completion);
 /* Does l hold any window or a concurrency limit? */
 int gx_maas_limits_any(const gx_maas_limits *l);
 /* The user's bucket in the tier, made on first use; NULL when the tier has no userLimits
@@ -238,6 +242,12 @@ void gx_maas_sse_free(gx_maas_sse *s);
 int gx_maas_usage_of(const char *body, size_t len, int64_t *prompt, int64_t *completion, int64_t *content_bytes);
 /* A prompt's token estimate from the request (bytes of text / 3, plus per message). */
 int64_t gx_maas_prompt_estimate(const gx_maas_body *b);
+/* An upper bound on the prompt's tokens under any byte-level tokenizer and a template
+ * that adds only its special tokens (the argument is at the definition, in sse.c): what
+ * admission reserves for the prompt. */
+#define GX_MAAS_TPL_PER_MESSAGE 6
+#define GX_MAAS_TPL_PER_PROMPT 8
+int64_t gx_maas_prompt_bound(const gx_maas_body *b);
 
 /* ---- usage.c: records and metrics ---------------------------------------------------- */
 
@@ -258,6 +268,9 @@ void gx_maas_usage_add(gx_maas_usage *u, const gx_maas_record *r);
 void gx_maas_usage_refused(gx_maas_usage *u, const gx_maas_record *r);
 /* Write pending records when due (now: gx_maas_mono_ms; one transaction). */
 void gx_maas_usage_flush(gx_maas_usage *u, int64_t now, int force);
+/* An upstream reported `tokens` more than its request reserved (not charged): counted for
+ * /metrics, so that a model whose template passes the prompt's bound shows. */
+void gx_maas_usage_over(gx_maas_usage *u, int64_t tokens);
 char *gx_maas_usage_metrics(gx_maas_usage *u, char *text);
 /* Rate-limit windows survive restarts: read them back at start (into keys, and into
  * placeholder tiers that the Tier's apply fills in), and save the changed ones from the

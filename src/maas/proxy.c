@@ -84,7 +84,8 @@ static void refused(gx_maas *m, const gx_maas_key *key, const gx_maas_tier *tier
 }
 #undef COPY
 
-/* Settle the reservation with what the upstream reported (or an estimate). */
+/* Settle the reservation with what the upstream reported (or an estimate), never more
+ * than was reserved: the record says what was charged. */
 static void settle(call *c, int status, int refund)
 {
     int64_t prompt = 0, completion = 0, content = 0;
@@ -104,6 +105,8 @@ static void settle(call *c, int status, int refund)
             completion = (content + 3) / 4;
         }
     }
+    int64_t over = gx_maas_charge_cap(c->reserved, &prompt, &completion);
+    if (over) gx_maas_usage_over(c->m->usage, over);
     gx_maas_settle(c->tier, &c->key->bucket, c->ubucket, c->reserved, prompt + completion, refund,
                         gx_maas_now(c->m));
     record(c, status, prompt, completion, est);
@@ -268,16 +271,23 @@ static int upstream_body(call *c, gx_req *req, const gx_maas_body *bi, json_t **
     return 0;
 }
 
-/* What a request asks of the budgets. The completion limit it names is max_tokens (or
- * max_completion_tokens, which wins, on chat: /v1/completions has only max_tokens and
- * defaults to 16 when it is absent); completions are n per prompt of a batch. Returns
+/* What a request asks of the budgets. The prompt is its bound (gx_maas_prompt_bound).
+ * The completion limit it names is max_tokens (or max_completion_tokens, which wins, on
+ * chat: /v1/completions has only max_tokens and defaults to 16 when it is absent);
+ * completions are n per prompt of a batch. Returns
  * -1 with the 400 answered when a limit or n is out of range (the upstream would
- * refuse it, or worse: some servers take -1 as "no limit"). */
+ * refuse it, or worse: some servers take -1 as "no limit"), or when a stream's
+ * stream_options is not an object (the body could not carry include_usage). */
 static int ask_of(const gx_maas_body *b, const char *endpoint, int64_t prompt, gx_maas_ask *a, gx_resp *resp)
 {
     memset(a, 0, sizeof *a);
     a->prompt = prompt;
     if (!strcmp(endpoint, "embeddings")) return 0;
+    if (b->stream && b->stream_opts_bad) {   /* the gateway sets include_usage inside it */
+        gx_maas_oai_error_param(resp, 400, "stream_options", "invalid_type",
+                                "stream_options must be an object (such as {\"include_usage\": true}) or null");
+        return -1;
+    }
     int chat = !strcmp(endpoint, "chat/completions");
     if (b->mt_kind == GX_MAAS_F_INT && b->mt < 1) {
         gx_maas_oai_error_param(resp, 400, "max_tokens", "integer_below_min_value",
@@ -336,7 +346,7 @@ void gx_maas_proxy_call(gx_maas *m, gx_req *req, gx_resp *resp, gx_maas_key *key
         goto out;
     }
     gx_maas_ask ask;
-    if (ask_of(&bi, endpoint, gx_maas_prompt_estimate(&bi), &ask, resp)) goto out;
+    if (ask_of(&bi, endpoint, gx_maas_prompt_bound(&bi), &ask, resp)) goto out;
     int64_t now = gx_maas_now(m);
     md->last_request_ms = gx_maas_mono_ms(m);   /* scale-to-zero idles on the monotonic clock */
     gx_maas_replica *rep = gx_maas_models_pick(md, NULL);
@@ -358,7 +368,7 @@ void gx_maas_proxy_call(gx_maas *m, gx_req *req, gx_resp *resp, gx_maas_key *key
     c->t0 = gx_maas_mono();
     gx_strcpy_cut(c->endpoint, sizeof c->endpoint, endpoint);
     c->stream = bi.stream && strcmp(endpoint, "embeddings");
-    c->prompt_est = ask.prompt;
+    c->prompt_est = gx_maas_prompt_estimate(&bi);
     c->ubucket = gx_maas_tier_user(tier, key->user);
     if (gx_maas_admit_ask(tier, &key->bucket, c->ubucket, &ask, now, &c->v)) {
         gx_maas_oai_error(resp, 429, c->v.result == GX_MAAS_LIM_TOKENS || c->v.result == GX_MAAS_LIM_TOO_BIG

@@ -243,7 +243,25 @@ int gx_maas_usage_of(const char *body, size_t len, int64_t *prompt, int64_t *com
 
 int64_t gx_maas_prompt_estimate(const gx_maas_body *b)
 {
-    /* ~4 bytes per token in English BPE vocabularies; /3 errs high, which is the safe
-     * side for a reservation (it is settled with the real count afterwards). */
+    /* ~4 bytes per token in English BPE vocabularies: what an upstream that reports no
+     * usage is charged for the prompt. Never the reservation: see gx_maas_prompt_bound. */
     return b->text_bytes / 3 + 4 * b->messages + 1;
+}
+
+/* Why this bounds the prompt: a tokenizer splits the text it is given into tokens that
+ * each stand for at least one byte of it (byte-level BPE, as GPT's, Llama 3's and Qwen's;
+ * SentencePiece with byte fallback, whose pieces are at least one byte too, plus one
+ * dummy-prefix space per segment), so a text of B bytes is at most B tokens, and a token
+ * id given as an integer is one token (counted 3 in text_bytes). text_bytes counts every
+ * string in messages, prompt and input once unescaped (the bytes the tokenizer sees),
+ * roles and names included. What the chat template adds around them is special tokens:
+ * at most GX_MAAS_TPL_PER_MESSAGE a message (ChatML's <|im_start|>, newline, <|im_end|>,
+ * newline; Llama 3's header pair, blank line and <|eot_id|>) and GX_MAAS_TPL_PER_PROMPT a
+ * prompt (BOS, and the generation prompt "<|im_start|>assistant\n" or its kind). A
+ * template that writes text of its own (a default system prompt, tool definitions) can
+ * pass this; the charge is then capped at the reservation (gx_maas_charge_cap), so the
+ * budget holds either way. */
+int64_t gx_maas_prompt_bound(const gx_maas_body *b)
+{
+    return b->text_bytes + GX_MAAS_TPL_PER_MESSAGE * b->messages + GX_MAAS_TPL_PER_PROMPT * (b->prompts > 0 ? b->prompts : 1);
 }

@@ -55,6 +55,7 @@ struct gx_maas_usage {
     gx_maas_record *pend;
     size_t n, cap;
     uint64_t dropped, written;
+    uint64_t over_tokens, over_requests;   /* reported past the reservation, not charged */
     int64_t last_flush;
     series *s;
     size_t ns;
@@ -349,6 +350,12 @@ void gx_maas_windows_load(gx_maas *m, int64_t now)
     if (n) fprintf(stderr, "gpuaas: gateway: %zu rate-limit windows restored\n", n);
 }
 
+void gx_maas_usage_over(gx_maas_usage *u, int64_t tokens)
+{
+    u->over_tokens += (uint64_t)tokens;
+    u->over_requests++;
+}
+
 /* ---- /metrics ------------------------------------------------------------------------ */
 
 static void hist_put(gx_sbuf *o, const char *name, const char *labels, const hist *h, const double *b, size_t nb)
@@ -412,6 +419,12 @@ char *gx_maas_usage_metrics(gx_maas_usage *u, char *text)
     gx_sbuf_printf(&o, "# HELP gpuaas_store_rows_pending Usage records and rate-limit windows queued for the store's "
             "writer thread, not yet committed\n# TYPE gpuaas_store_rows_pending gauge\ngpuaas_store_rows_pending %zu\n",
             gx_store_pending(u->st));
+    gx_sbuf_printf(&o, "# HELP gpuaas_gateway_tokens_over_reservation_total Tokens an upstream reported past what "
+            "its request reserved, not charged (the charge stops at the reservation)\n"
+            "# TYPE gpuaas_gateway_tokens_over_reservation_total counter\ngpuaas_gateway_tokens_over_reservation_total %llu\n"
+            "# HELP gpuaas_gateway_requests_over_reservation_total Requests whose reported usage passed their reservation\n"
+            "# TYPE gpuaas_gateway_requests_over_reservation_total counter\ngpuaas_gateway_requests_over_reservation_total %llu\n",
+            (unsigned long long)u->over_tokens, (unsigned long long)u->over_requests);
     gx_sbuf_printf(&o, "# HELP gpuaas_gateway_usage_records_dropped_total Usage records dropped (store unavailable)\n"
             "# TYPE gpuaas_gateway_usage_records_dropped_total counter\ngpuaas_gateway_usage_records_dropped_total %llu\n",
         (unsigned long long)u->dropped);

@@ -27,9 +27,15 @@
  * --drop-reused: a POST arriving on a connection that already carried a request is not
  * answered: the connection is closed (a server whose keep-alive timeout fired just as
  * the client reused the connection); /stats counts them as "dropped".
+ * --prompt-tokens-per-byte N: prompt_tokens reported is N times the bytes of the whole
+ * request body (JSON syntax and all), more than any tokenizer and template would make of
+ * it, so that a test can hold the gateway's budget to usage past every reservation.
+ * --byte-tokenizer: prompt_tokens is one per byte of every string in messages, prompt
+ * and input, plus ChatML's special tokens (4 a message, 3 to open the answer): the
+ * worst an honest byte-level tokenizer does, which the gateway's reservation must bound.
  * usage: fake_openai [--port N] [--port-file F] [--model NAME] [--tokens N]
  *                    [--token-ms MS] [--no-usage] [--ready-after-ms MS] [--api-key KEY] [--drop-reused]
- *                    [--paced-plain] */
+ *                    [--paced-plain] [--prompt-tokens-per-byte N] [--byte-tokenizer] */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -66,6 +72,7 @@ static conn conns[MAXC];
 static int ep;
 static const char *model_name = "fake-model";
 static int def_tokens = 8, token_ms = 10, no_usage = 0;
+static int per_byte = 0, byte_tok = 0;   /* --byte-tokenizer */   /* --prompt-tokens-per-byte N: prompt_tokens = N x the request body's bytes */
 static const char *api_key; /* --api-key: /v1/... needs "Authorization: Bearer KEY", as vLLM --api-key */
 static int64_t ready_at;
 static int live_streams, live_held, maxfd, drop_reused, paced_plain;
@@ -182,6 +189,19 @@ static void chunk(conn *c, const char *data)
     out_add(c, "\r\n", 2);
 }
 
+/* Bytes of every string under v: what a tokenizer of one token per byte makes of it. */
+static int64_t text_bytes(const json_t *v)
+{
+    if (json_is_string(v)) return (int64_t)json_string_length(v);
+    int64_t n = 0;
+    size_t i;
+    const char *k;
+    json_t *x;
+    if (json_is_array(v)) json_array_foreach((json_t *)v, i, x) n += text_bytes(x);
+    else if (json_is_object(v)) json_object_foreach((json_t *)v, k, x) n += text_bytes(x);
+    return n;
+}
+
 static int64_t words(const json_t *v)
 {
     if (json_is_string(v)) {
@@ -268,6 +288,10 @@ static void handle_post(conn *c, const char *path, const char *body, size_t len)
     snprintf(c->model, sizeof c->model, "%s", m ? m : model_name);
     const json_t *msgs = json_object_get(j, "messages");
     int64_t prompt = words(msgs) + words(json_object_get(j, "prompt")) + words(json_object_get(j, "input"));
+    if (byte_tok) /* one token per byte of text, and ChatML's special tokens: 4 a message, 3 to open the answer */
+        prompt = text_bytes(msgs) + text_bytes(json_object_get(j, "prompt")) + text_bytes(json_object_get(j, "input")) +
+                 4 * (int64_t)json_array_size(msgs) + 3;
+    if (per_byte) prompt = (int64_t)per_byte * (int64_t)len;   /* more than any tokenizer: past every bound */
     n_prompt_tokens += prompt;
     char *text = json_dumps(msgs ? msgs : json_object_get(j, "prompt") ? json_object_get(j, "prompt") : json_object_get(j, "input"),
                             JSON_ENCODE_ANY);
@@ -422,8 +446,11 @@ int main(int argc, char **argv)
         else if (!strcmp(a, "--api-key")) { api_key = v; i++; }
         else if (!strcmp(a, "--drop-reused")) drop_reused = 1;
         else if (!strcmp(a, "--paced-plain")) paced_plain = 1;
+        else if (!strcmp(a, "--prompt-tokens-per-byte")) { per_byte = atoi(v); i++; }
+        else if (!strcmp(a, "--byte-tokenizer")) byte_tok = 1;
         else { fprintf(stderr, "usage: fake_openai [--port N] [--port-file F] [--model NAME] [--tokens N] [--token-ms MS] "
-                       "[--no-usage] [--ready-after-ms MS] [--api-key KEY] [--drop-reused] [--paced-plain]\n"); return 2; }
+                       "[--no-usage] [--ready-after-ms MS] [--api-key KEY] [--drop-reused] [--paced-plain] "
+                       "[--prompt-tokens-per-byte N] [--byte-tokenizer]\n"); return 2; }
     }
     signal(SIGPIPE, SIG_IGN);
     struct rlimit rl; /* the benchmark holds 1,000 streams */

@@ -270,7 +270,7 @@ Test(maas_grant, small_tier_admits_and_never_fits_says_so)
     cr_assert_eq(gx_maas_admit_ask(&t, &k, NULL, &huge_prompt, 2, &v), -1);
     cr_assert_eq(v.result, GX_MAAS_LIM_TOO_BIG);
     cr_assert(v.never, "99 + 2 completions can never fit in 100");
-    cr_assert(strstr(v.msg, "shorten the prompt (about 99 tokens) or lower n"), "%s", v.msg);
+    cr_assert(strstr(v.msg, "shorten the prompt (up to 99 tokens) or lower n"), "%s", v.msg);
     cr_assert_eq(gx_maas_admit_ask(&t, &k, NULL, &too_many, 2, &v), -1);
     cr_assert(v.never);
     cr_assert(strstr(v.msg, "The request alone is larger than the limit: lower max_tokens to at most 90."), "%s", v.msg);
@@ -682,4 +682,83 @@ Test(maas_models, validation)
     gx_err_clear(&e);
     cr_assert_eq(gx_maas_model_validate(ok, &e), 0, "%s", e.msg);
     json_decref(ok);
+}
+
+/* issue 16: the reservation's prompt part (bytes/3 + 4 a message) was not an upper
+ * bound: 200 clients with a 120-word prompt overshot a 2,000-token day by 31 %. The
+ * bound must cover a tokenizer of one token per byte of text with ChatML's (4 a
+ * message, 3 to open the answer) or Llama 3's (4 a message, BOS and 4 to open the
+ * answer) special tokens, on chat, batch and token-id prompts alike. */
+Test(maas_budget, prompt_bound_covers_a_byte_tokenizer)
+{
+    static const struct { const char *body; int64_t text, msgs; } cases[] = {
+        {"{\"messages\":[{\"role\":\"user\",\"content\":\"word001 word002 word003 word004 word005 word006\"}]}", 4 + 47, 1},
+        {"{\"messages\":[{\"role\":\"system\",\"content\":\"be brief\"},{\"role\":\"user\",\"content\":\"caf\\u00e9 \xe4\xb8\xad\"}]}",
+         6 + 8 + 4 + 9, 2},
+        {"{\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\"hi\"}]}]}", 4 + 4 + 2, 1},
+        {"{\"prompt\":\"once upon a time\"}", 16, 0},
+        {"{\"prompt\":[\"a\",\"b\",\"c\"]}", 3 + 2 * 3, 0},   /* three prompts: BOS and more each */
+        {"{\"prompt\":[1,2,3,4]}", 4, 0},                    /* token ids: one token each */
+        {"{\"input\":\"embed me\"}", 8, 0},
+        {NULL, 0, 0}};
+    for (int i = 0; cases[i].body; i++) {
+        gx_maas_body b;
+        cr_assert_eq(gx_maas_body_scan(cases[i].body, strlen(cases[i].body), &b), 0, "%s", cases[i].body);
+        int64_t bound = gx_maas_prompt_bound(&b);
+        cr_assert_geq(bound, cases[i].text + 4 * cases[i].msgs + 3, "ChatML: %s", cases[i].body);
+        cr_assert_geq(bound, cases[i].text + 4 * cases[i].msgs + 5, "Llama 3: %s", cases[i].body);
+        cr_assert_geq(bound, gx_maas_prompt_estimate(&b), "%s", cases[i].body);
+    }
+    gx_maas_body b;
+    cr_assert_eq(gx_maas_body_scan(cases[0].body, strlen(cases[0].body), &b), 0);
+    cr_assert_lt(gx_maas_prompt_estimate(&b), 4 + 47, "the estimate alone is no bound: the test would prove little");
+}
+
+Test(maas_budget, charge_cap)
+{
+    int64_t p = 30, c = 5;
+    cr_assert_eq(gx_maas_charge_cap(50, &p, &c), 0);
+    cr_assert(p == 30 && c == 5, "kept to the reservation: charged as reported");
+    p = 80, c = 5;
+    cr_assert_eq(gx_maas_charge_cap(50, &p, &c), 35);
+    cr_assert(p == 50 && c == 0, "prompt alone past it: %lld + %lld", (long long)p, (long long)c);
+    p = 40, c = 20;
+    cr_assert_eq(gx_maas_charge_cap(50, &p, &c), 10);
+    cr_assert(p == 40 && c == 10, "the completion gets the rest: %lld + %lld", (long long)p, (long long)c);
+    p = -3, c = 7;
+    cr_assert_eq(gx_maas_charge_cap(5, &p, &c), 2);
+    cr_assert(p == 0 && c == 5);
+}
+
+/* Admissions and settlements interleaved at random, the upstream reporting from nothing
+ * up to four times what each request reserved (a miscounting server, a template that
+ * adds text): charged as proxy.c charges (gx_maas_charge_cap), no window of the key or
+ * of the tier ever holds more than its limit. Without the cap it would. */
+Test(maas_budget, reported_past_the_reservation_never_overshoots)
+{
+    gx_maas_tier t = tier_of("{\"spec\":{\"limits\":{\"tokensPerDay\":5000},\"sharedLimits\":{\"tokensPerDay\":2000}}}");
+    gx_maas_bucket k;
+    memset(&k, 0, sizeof k);
+    int64_t pend[64];
+    int np = 0, admitted = 0, cut = 0;
+    uint64_t rs[4];
+    gx_rng_seed(rs, 16);
+    gx_maas_verdict v;
+    for (int i = 0; i < 5000; i++) {
+        int64_t now = 1000 + i;
+        if (np < 64 && (np == 0 || gx_rng_next(rs) % 2)) {
+            gx_maas_ask a = ask((int64_t)(gx_rng_next(rs) % 300) + 10, 5, 1);
+            if (!gx_maas_admit_ask(&t, &k, NULL, &a, now, &v)) pend[np++] = v.cost, admitted++;
+        } else {
+            int j = (int)(gx_rng_next(rs) % (uint64_t)np);
+            int64_t r = pend[j], p = r * (int64_t)(gx_rng_next(rs) % 4), c = 5;
+            cut += gx_maas_charge_cap(r, &p, &c) > 0;
+            gx_maas_settle(&t, &k, NULL, r, p + c, 0, now);
+            pend[j] = pend[--np];
+        }
+        cr_assert_leq(t.bucket.tok_used[0] + t.bucket.tok_reserved, 2000, "step %d", i);
+        cr_assert_leq(k.tok_used[0] + k.tok_reserved, 5000, "step %d", i);
+    }
+    cr_assert_gt(admitted, 3);
+    cr_assert_gt(cut, 0, "no report passed its reservation: the test proves little");
 }

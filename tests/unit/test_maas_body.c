@@ -391,3 +391,24 @@ Test(maas_body, upstream_body_of_random_bodies)
     cr_assert_gt(checked, 3000, "only %d bodies checked", checked);
     cr_assert_gt(unchanged, 100, "the unchanged path was never taken (%d)", unchanged);
 }
+
+/* issue 16: a streamed request with stream_options 5, "x" or [] answered 500 (the body
+ * could not be changed to carry include_usage); the scan and the tree now both mark a
+ * stream_options that is neither an object nor null, which the gateway refuses (400). */
+Test(maas_body, stream_options_not_an_object_is_marked)
+{
+    static const struct { const char *so; int bad; } cases[] = {
+        {"5", 1}, {"\"x\"", 1}, {"[]", 1}, {"true", 1}, {"1.5", 1}, {"{}", 0}, {"null", 0}, {"{\"include_usage\":true}", 0},
+        {NULL, 0}};
+    char body[200];
+    for (int i = 0; cases[i].so; i++) {
+        snprintf(body, sizeof body, "{\"model\":\"m\",\"stream\":true,\"stream_options\":%s}", cases[i].so);
+        cr_assert_eq(agree_s(body), 0, "left to jansson: %s", body);
+        gx_maas_body b;
+        cr_assert_eq(gx_maas_body_scan(body, strlen(body), &b), 0);
+        cr_assert_eq(b.stream_opts_bad, cases[i].bad, "%s", body);
+    }
+    gx_maas_body b;
+    cr_assert_eq(gx_maas_body_scan("{\"model\":\"m\"}", 13, &b), 0);
+    cr_assert_eq(b.stream_opts_bad, 0, "absent is not bad");
+}
