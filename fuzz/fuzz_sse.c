@@ -2,9 +2,9 @@
  * Properties: fed at once or in pieces of 1..17 bytes, the stream gives the same output
  * and the same meter (usage, content chunks and bytes); a client that asked for usage
  * gets every byte as sent; gx_maas_usage_of of the input as one JSON answer agrees
- * with jansson where jansson reads it. (Usage read from events by the scan and by jansson may differ on events
- * that are not valid JSON, e.g. invalid UTF-8 in a key: the model server's fault, and
- * counted either way, so that is not checked.) */
+ * with jansson where jansson reads it. (Usage read from events by the scan and by
+ * jansson may differ on events that are not valid JSON, e.g. invalid UTF-8 in a key:
+ * the model server's fault, and counted either way, so that is not checked.) */
 #include <jansson.h>
 #include "fuzz_util.h"
 #include "maas/maas_int.h"
