@@ -33,7 +33,7 @@ LIB_OBJ  += $(GEN_OBJ)
 UNIT_SRC := $(sort $(wildcard tests/unit/*.c))
 UNIT_OBJ := $(UNIT_SRC:%.c=$(BUILD)/obj/%.o)
 
-.PHONY: all deps run test test-installed unit integration asan clean bench style fakes
+.PHONY: all deps run test test-installed unit integration asan clean bench style fakes fuzz fuzz-build fuzz-short
 all: $(BUILD)/gpuaas
 
 deps:
@@ -93,6 +93,28 @@ asan:
 	  SANFLAGS="-fsanitize=address,undefined -fno-sanitize-recover=undefined" \
 	  build/asan/gpuaas build/asan/test-unit build/asan/fake-openai
 
+# libFuzzer targets (fuzz/fuzz_*.c, docs/development.md "Fuzzing"): the library built by
+# clang with coverage for libFuzzer plus ASan/UBSan in build/fuzz/, one binary per target.
+# `make fuzz` runs each for FUZZ_SECONDS; `make test` runs each for 5 s (about 80 s in all).
+FUZZ_SECONDS ?= 60
+FUZZ_NAMES := $(patsubst fuzz/%.c,%,$(sort $(wildcard fuzz/fuzz_*.c)))
+fuzz-build:
+	@echo "fuzz: building build/fuzz/bin/ (clang: libFuzzer, ASan, UBSan)"
+	@$(MAKE) --no-print-directory -s BUILD=build/fuzz CC=clang OPT="-O1 -g -fno-omit-frame-pointer" \
+	  SANFLAGS="-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined" \
+	  $(FUZZ_NAMES:%=build/fuzz/bin/%)
+
+$(BUILD)/bin/fuzz_%: fuzz/fuzz_%.c fuzz/fuzz_util.h $(LIB_OBJ)
+	@mkdir -p $(dir $@)
+	@echo "  LINK $@"
+	@$(CC) $(ALL_CFLAGS) -fsanitize=fuzzer -o $@ $< $(LIB_OBJ) $(LDLIBS)
+
+fuzz: fuzz-build
+	fuzz/run.sh $(FUZZ_SECONDS)
+
+fuzz-short: fuzz-build
+	fuzz/run.sh 5
+
 # run and test install what is missing first, then build in a second make: the first one
 # parsed this file (and ran pkg-config) before the packages were there.
 run: deps
@@ -108,6 +130,7 @@ test-installed: all $(BUILD)/test-unit $(BUILD)/fake-openai asan $(FAKE_NVML)
 	@scripts/style-check.sh
 	$(BUILD)/test-unit --jobs 2 --timeout 60
 	ASAN_OPTIONS=detect_leaks=1 build/asan/test-unit --jobs 2 --timeout 120
+	@$(MAKE) --no-print-directory fuzz-short
 	@tests/portal/install.sh
 	GPUAAS_BIN=$(CURDIR)/build/asan/gpuaas tests/integration/run.sh
 

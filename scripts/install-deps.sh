@@ -6,6 +6,7 @@ set -euo pipefail
 
 PKGS=(
   build-essential pkg-config clang
+  libclang-rt-14-dev          # clang's sanitizer and libFuzzer runtimes (make asan, make fuzz): only recommended by clang
   libcurl4-openssl-dev libjansson-dev libyaml-dev
   libsqlite3-dev libsodium-dev libcriterion-dev
   curl procps jq

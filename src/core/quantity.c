@@ -52,6 +52,7 @@ int gx_quantity_parse(const char *s, int64_t *milli, const char *field, gx_err *
     for (; (*p >= '0' && *p <= '9') || (*p == '.' && !frac); p++) {
         if (*p == '.') { frac = 1; continue; }
         if (mant > (i128)1 << 100) return gx_errf(err, 422, field, "quantity \"%s\" is too large", s);
+        if (scale > (i128)1 << 120) return gx_errf(err, 422, field, "quantity \"%s\" has too many digits after the point", s);
         mant = mant * 10 + (*p - '0');
         if (frac) scale *= 10;
         digits++;
@@ -61,10 +62,16 @@ int gx_quantity_parse(const char *s, int64_t *milli, const char *field, gx_err *
     i128 num, den;
     if (suffix_mult(p, &num, &den) < 0)
         return gx_errf(err, 422, field, "quantity \"%s\" has an unknown suffix \"%s\" (use m, k, M, G, Ki, Mi, Gi, ...)", s, p);
-    /* milli = mant * num * 1000 / (scale * den), exactly. */
-    i128 top = mant * num;
-    if (top > MILLI_MAX * 1000) return gx_errf(err, 422, field, "quantity \"%s\" is too large", s);
-    top *= 1000;
+    /* milli = mant * num * 1000 / (scale * den), exactly. mant * num > MILLI_MAX * 1000 is
+     * asked by division: the product itself may not fit even in 128 bits ("9...9Ei"). */
+    if (mant > MILLI_MAX * 1000 / num) return gx_errf(err, 422, field, "quantity \"%s\" is too large", s);
+    i128 top = mant * num * 1000;
+    /* scale * den past 2^120 (it may not fit either) is more than any top (< 2^84): 0, or finer than 1m */
+    if (scale > ((i128)1 << 120) / den) {
+        if (top) return gx_errf(err, 422, field, "quantity \"%s\" is finer than 1m (one thousandth)", s);
+        *milli = 0;
+        return 0;
+    }
     i128 bot = scale * den;
     if (top % bot) return gx_errf(err, 422, field, "quantity \"%s\" is finer than 1m (one thousandth)", s);
     i128 v = top / bot;

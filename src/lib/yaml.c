@@ -166,25 +166,26 @@ static json_t *parse_mapping(pstate *st, const char *path, int depth)
             perr(st, line, path, "mapping keys must be plain strings");
             goto fail;
         }
-        char key[256];
-        snprintf(key, sizeof key, "%s", (const char *)kev.data.scalar.value);
-        int too_long = kev.data.scalar.length >= sizeof key;
+        /* any length, as in JSON (an annotation key may be 317 bytes): the same manifest
+         * must read the same either way */
+        char *key = gx_xstrndup((const char *)kev.data.scalar.value, kev.data.scalar.length);
         yaml_event_delete(&kev);
-        if (too_long) { perr(st, line, path, "mapping key longer than 255 bytes"); goto fail; }
         char sub[512];
         path_key(sub, sizeof sub, path, key);
         if (json_object_get(obj, key)) {
             char m[320];
-            snprintf(m, sizeof m, "duplicate key \"%s\"", key);
+            snprintf(m, sizeof m, "duplicate key \"%.280s\"", key);
+            free(key);
             perr(st, line, sub, m);
             goto fail;
         }
         yaml_event_t vev;
-        if (next_event(st, &vev)) goto fail;
+        if (next_event(st, &vev)) { free(key); goto fail; }
         json_t *v = parse_node(st, &vev, sub, depth + 1);
         yaml_event_delete(&vev);
-        if (!v) goto fail;
+        if (!v) { free(key); goto fail; }
         json_object_set_new(obj, key, v);
+        free(key);
     }
 fail:
     json_decref(obj);

@@ -61,6 +61,22 @@ Test(quantity, errors)
     F("9Ei");
 }
 
+/* Found by fuzz/fuzz_quantity.c: long mantissas with large suffixes, and long fractions
+ * with small ones, overflowed the 128-bit arithmetic (undefined behaviour; UBSan stops). */
+Test(quantity, long_numbers_do_not_overflow)
+{
+    gx_err e = F(".03101000000006000000060Ei");
+    cr_assert(strstr(e.msg, "too large"), "%s", e.msg);
+    F("99999999999999999999999999999Ei");
+    e = F("0.000000000000000000001e-18");
+    cr_assert(strstr(e.msg, "finer"), "%s", e.msg);
+    e = F("0.00000000000000000000000000000000000000000000001");
+    cr_assert(strstr(e.msg, "digits"), "%s", e.msg);
+    cr_assert_eq(P("0.000000000000000000000e-18"), 0);
+    cr_assert_eq(P("0.001Ei"), 1LL << 60);
+    cr_assert_eq(P("0.000000000000000000000000000000000000"), 0);
+}
+
 Test(quantity, json)
 {
     int64_t v;
