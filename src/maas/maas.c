@@ -448,6 +448,19 @@ static int tier_open_to(const gx_maas_tier *t, const gx_user *u)
     return 0;
 }
 
+/* May user u call model md: does one of its tiers exist and open to them? The same rule
+ * as the Models page and /v1/models, so a model outside a user's tiers is not shown. */
+static int model_open_to(gx_maas *m, const gx_maas_model *md, const gx_user *u)
+{
+    size_t i;
+    json_t *x;
+    json_array_foreach(md->tiers, i, x) {
+        const gx_maas_tier *t = gx_maas_tier_get(m, json_string_value(x));
+        if (t && tier_open_to(t, u)) return 1;
+    }
+    return 0;
+}
+
 static json_t *limits_view(const gx_maas_limits *l)
 {
     json_t *req = json_array(), *tok = json_array();
@@ -487,8 +500,8 @@ static void objects_api(gx_maas *m, const gx_user *u, gx_req *req, gx_resp *resp
         if (!k || k == (char *)1) continue;
         if (nseg == 4 && strcmp(k, seg[3])) continue;
         if (models) {
-            gx_maas_model *md = map->vals[i];
-            if (md->present) json_array_append_new(items, gx_maas_model_view(md));
+            gx_maas_model *md = map->vals[i];   /* a user sees the models their tiers open */
+            if (md->present && model_open_to(m, md, u)) json_array_append_new(items, gx_maas_model_view(md));
         } else {
             gx_maas_tier *t = map->vals[i];   /* a user sees the tiers they may use */
             if (t->present && tier_open_to(t, u)) json_array_append_new(items, tier_view(t));
