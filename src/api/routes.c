@@ -354,10 +354,36 @@ static int split(route_ctx *c, const char *path)
     return 0;
 }
 
+/* The samples of /metrics that name a user (the gateway's per-user counters, label
+ * user="..."), taken out in place: an anonymous scraper must not learn who uses the
+ * gateway. Comments stay, so every family keeps its HELP and TYPE. */
+static void drop_user_series(char *m)
+{
+    char *w = m;
+    for (char *r = m; *r;) {
+        char *nl = strchr(r, '\n');
+        size_t n = nl ? (size_t)(nl - r) + 1 : strlen(r);
+        char *brace = *r == '#' ? NULL : memchr(r, '{', n);
+        int named = 0;
+        if (brace) {
+            char *end = memchr(brace, '}', n - (size_t)(brace - r));
+            for (char *q = brace; end && q < end && !named; q++)
+                named = (*q == '{' || *q == ',') && !strncmp(q + 1, "user=\"", 6);
+        }
+        if (!named) { memmove(w, r, n); w += n; }
+        r += n;
+    }
+    *w = 0;
+}
+
 int gx_api_probes(void *ud, gx_req *req, gx_resp *resp)
 {
     gx_api *a = ud;
     const char *p = req->path;
+    if (strcmp(req->method, "GET") && strcmp(req->method, "HEAD")) {
+        gx_resp_errorf(resp, 405, "%s is not allowed on %s (GET)", req->method, p);
+        return 1;
+    }
     /* /health is where vLLM and OpenAI-compatible tooling probe a server */
     if (!strcmp(p, "/healthz") || !strcmp(p, "/health")) { gx_resp_text(resp, 200, "text/plain", "ok\n"); return 1; }
     if (!strcmp(p, "/readyz")) {
@@ -367,6 +393,8 @@ int gx_api_probes(void *ud, gx_req *req, gx_resp *resp)
     }
     if (!strcmp(p, "/metrics")) {
         char *m = gx_d_metrics(a->env.ops);
+        const gx_user *u = gx_auth_check(a->env.auth, gx_req_header(req, "Authorization"));
+        if (!u || !u->admin) drop_user_series(m);   /* per-user series: an admin's token only */
         gx_resp_text(resp, 200, "text/plain; version=0.0.4", m);
         free(m);
         return 1;
@@ -395,6 +423,7 @@ int gx_api_route(void *ud, gx_req *req, gx_resp *resp)
     }
     const char *what = c.seg[2];
     if (!strcmp(what, "whoami") && c.nseg == 3) {
+        if (!is(&c, "GET")) { method_not_allowed(&c); return 1; }
         gx_resp_json(resp, 200, json_pack("{s:s,s:b,s:O}", "name", c.user->name, "admin", c.user->admin,
                                           "namespaces", c.user->namespaces));
         return 1;

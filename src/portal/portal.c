@@ -168,6 +168,11 @@ int gx_portal_route(gx_portal *p, gx_req *req, gx_resp *resp)
     if (!is_portal_path(path)) return 0;
     gx_portal_ctx c = {.p = p, .d = p->d, .req = req, .resp = resp, .now = gx_loop_now(p->loop)};
     c.secure = wants_https(req);
+    int asset_path = !strncmp(path, "/assets/", 8) || !strcmp(path, "/favicon.ico");
+    if (asset_path && strcmp(req->method, "GET") && strcmp(req->method, "HEAD")) {
+        gx_resp_text(resp, 405, "text/plain; charset=utf-8", "method not allowed\n");
+        return 1;
+    }
     if (!strncmp(path, "/assets/", 8)) return asset(&c, path + 8);
     if (!strcmp(path, "/favicon.ico")) return asset(&c, "favicon.svg");
     if (split(&c, path)) { not_found(&c); return 1; }

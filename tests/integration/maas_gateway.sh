@@ -400,7 +400,7 @@ check "usage by model" jq -e '.items[] | select(.group=="fake" and .totalTokens 
 check "usage marks estimates (no usage reported)" jq -e '.items[] | select(.group=="private" and .estimatedRequests >= 1)' <<<"$u"
 check "usage records a cancelled stream as 499" sqlite3 "$TMP/data/gpuaas.db" "select 1 from usage where status=499 limit 1" 
 check "gpuaas usage (CLI)" bash -c "'$G' usage --group-by user | grep -q admin"
-m=$(curl -s "$GPUAAS_SERVER/metrics")
+m=$(curl -s -H "Authorization: Bearer $GPUAAS_TOKEN" "$GPUAAS_SERVER/metrics")   # per-user series: admin only
 for name in 'authorized_calls{model="fake",tier="gold",user="admin"}' 'limited_calls{model="fake",tier="free",user="admin"}' 'authorized_hits{model="fake",tier="gold",user="admin"}' \
             'gen_ai_client_token_usage_bucket{' 'gen_ai_server_time_to_first_token_seconds_bucket{' 'gen_ai_server_request_duration_seconds_count{'; do
   check "metric $name" grep -qF "$name" <<<"$m"
