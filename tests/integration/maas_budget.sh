@@ -87,7 +87,7 @@ expect_eq "...nor by its name" "$(status_of "$(TOKEN=$DORA api GET /api/v1/model
 expect_eq "an admin sees every model" "$(api GET /api/v1/models | sed '$d' | jq -r '[.items[].name] | sort | join(",")')" \
   "bytes,hidden,liar"
 
-metrics() { curl -s -m 5 "$GPUAAS_SERVER/metrics"; }
+metrics() { curl -s -m 5 -H "Authorization: Bearer $ADMIN_TOKEN" "$GPUAAS_SERVER/metrics"; }   # per-user series need an admin token
 # hits TIER: tokens charged to a tier, summed over its authorized_hits series
 hits() { metrics | awk -v t="tier=\"$1\"" '$1 ~ /^authorized_hits\{/ && index($1, t) {s += $2} END {print s + 0}'; }
 over() { metrics | awk '$1=="gpuaas_gateway_requests_over_reservation_total"{print $2}'; }
