@@ -100,7 +100,8 @@ await step("token rate limit", async () => {
 // not send it again (the gateway counts every refusal in limited_calls).
 await step("never-fitting request not retried", async () => {
   const limited = async () => {
-    const m = await (await fetch(`${GW}/metrics`)).text();
+    // per-user series are shown to an admin's token only
+    const m = await (await fetch(`${GW}/metrics`, { headers: { Authorization: `Bearer ${ADMIN_TOKEN}` } })).text();
     // one series per user; this tier's keys all belong to the test's user, so the sum is its count
     return m.split("\n").filter((l) => l.startsWith('limited_calls{model="fake",tier="tiny",'))
       .reduce((n, l) => n + Number(l.split(" ").pop()), 0);
