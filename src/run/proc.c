@@ -13,6 +13,7 @@
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include "lib/alloc.h"
 #include "run/proc.h"
@@ -251,9 +252,15 @@ int gx_proc_adopt(pid_t pid, uint64_t start_time, gx_proc *out)
 
 /* Is /proc/<pid>/cmdline "gpuaas-shim\0EXIT_PATH\0..."? A command line longer than the
  * buffer is cut, which never matters: the two words sought come first. */
+/* A shim is the daemon's own child: it runs as the daemon's user. A pod's process (its
+ * namespace's uid when sandboxed) may name itself gpuaas-shim and another pod's exit file,
+ * but cannot take that uid, so it is never adopted as that pod. */
 static int is_shim_for(const char *pid, const char *exit_path)
 {
     char path[64], buf[4200 + 16];
+    struct stat st;
+    snprintf(path, sizeof path, "/proc/%s", pid);
+    if (stat(path, &st) || st.st_uid != geteuid()) return 0;
     snprintf(path, sizeof path, "/proc/%s/cmdline", pid);
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) return 0;
