@@ -1,8 +1,13 @@
 #!/usr/bin/env bash
 # Crash consistency (docs/operations.md, "Restart and recovery"): the daemon is killed
 # with SIGKILL KILLS times (default 10) at random moments while a stream of submits,
-# cancels and gateway key changes goes on, and restarted each time. Then:
+# cancels, gateway key changes and streamed chat completions through the gateway goes on,
+# and restarted each time. Then:
 #   - every acknowledged submit, cancel, key creation and revocation is there;
+#   - usage is never double counted: every key makes one streamed request, so the usage
+#     records hold at most one request per key and at most the tokens that one request
+#     can be charged (what a whole stream reported), and a stream the client saw end is
+#     charged no more than it reported;
 #   - no pod ever ran twice at once: each pod's command takes an exclusive lock named for
 #     its workload and completion index in a shared folder (flock: the kernel drops it
 #     when its holder dies, even by SIGKILL), and a copy that finds it held writes
@@ -45,7 +50,19 @@ metadata: {name: free}
 spec:
   limits: {requestsPerMinute: 60, tokensPerMinute: 100000}
 YAML
+# The model the gateway streams from: the project's stand-in for vLLM, slow enough (8
+# tokens, 40 ms apart) that kills land in the middle of streams.
+start_fake up --tokens 8 --token-ms 40 || { fail "start the fake model server"; finish; exit 1; }
+printf -- '---\napiVersion: gpuaas.dev/v1alpha1\nkind: Model\nmetadata: {name: fake}\nspec: {servedNames: [fake-model], tiers: [free], url: "http://127.0.0.1:%s/v1"}\n' \
+  "$(cat "$TMP/up.port")" >> "$TMP/queues.yaml"
 cfg=$(RUN_EXTRA="namespaces: {lab: {hostPaths: [$SHARED]}}" write_config crash "$ROOT/examples/demo/node.yaml" "$TMP/queues.yaml")
+STREAM_BODY='{"model":"fake-model","stream":true,"stream_options":{"include_usage":true},"max_tokens":8,"messages":[{"role":"user","content":"count to eight"}]}'
+# stream ID KEY: one streamed chat completion in the background; its answer is in $TMP/s-ID.out
+stream() {
+  curl -s -N -m 20 -H "Authorization: Bearer $2" -H 'Content-Type: application/json' \
+    -d "$STREAM_BODY" "$GPUAAS_SERVER/v1/chat/completions" > "$TMP/s-$1.out" 2>/dev/null &
+  STREAMERS+=($!)
+}
 
 # pod NAME GPUS COMPLETIONS: a Job whose every pod holds NAME-INDEX's lock while it runs
 pod() {
@@ -56,7 +73,7 @@ else echo \"twice $1 \$JOB_COMPLETION_INDEX \$\$\" >> $SHARED/twice.log; fi"
     sed -e "s/^  backoffLimit: 0/  backoffLimit: 0\n  completions: $3\n  parallelism: 1/"
 }
 
-SUBMITTED=() CANCELLED=() KEYS=() REVOKED=()
+SUBMITTED=() CANCELLED=() KEYS=() REVOKED=() STREAMERS=()
 n=0 kills=0
 for round in $(seq 1 "$KILLS"); do
   start_daemon "$cfg" || { fail "daemon start $round"; finish; exit 1; }
@@ -69,8 +86,10 @@ for round in $(seq 1 "$KILLS"); do
     name=w$n
     r=$(api POST /api/v1/keys -d "{\"name\":\"k$n\",\"tier\":\"free\"}" 2>/dev/null)
     if [[ $(status_of "$r") == 201 ]]; then
-      id=$(body_of "$r" | jq -r .key | cut -d_ -f2)
+      secret=$(body_of "$r" | jq -r .key)
+      id=$(cut -d_ -f2 <<<"$secret")
       KEYS+=("$id")
+      stream "$id" "$secret"
       if ((RANDOM % 2)); then
         r=$(api DELETE "/api/v1/keys/$id" 2>/dev/null)
         [[ $(status_of "$r") =~ ^20 ]] && REVOKED+=("$id")
@@ -123,6 +142,19 @@ done
 expect_eq "every acknowledged key (${#KEYS[@]}) is there" "${lost_keys[*]}" ""
 expect_eq "every acknowledged revocation (${#REVOKED[@]}) is there" "${live_revoked[*]}" ""
 
+# usage: each key made one streamed request, so at most one request and one stream's
+# tokens per key; a stream seen whole is charged at most what it reported
+for p in "${STREAMERS[@]}"; do wait "$p" 2>/dev/null; done
+whole=0 full=""
+for k in "${KEYS[@]}"; do
+  u=$(grep -o '"usage":{[^}]*}' "$TMP/s-$k.out" 2>/dev/null | tail -1)
+  [[ -n $u ]] && grep -q 'data: \[DONE\]' "$TMP/s-$k.out" && { whole=$((whole + 1)); full=${full:-$(sed 's/.*"total_tokens":\([0-9]*\).*/\1/' <<<"$u")}; }
+done
+check "some streams ran whole between the kills ($whole)" test "$whole" -gt 0
+usage=$(api GET '/api/v1/usage?group_by=key&since=1h' | sed '$d')
+over=$(jq -r --argjson full "${full:-0}" '[.items[] | select(.requests > 1 or .totalTokens > $full) | "\(.group): \(.requests) requests, \(.totalTokens) tokens"] | join("; ")' <<<"$usage")
+expect_eq "no key charged more than its one stream (${full:-?} tokens)" "$over" ""
+
 # everything settles: the rest run to their end (lost pods are requeued and run again)
 for _ in $(seq 1 200); do
   busy=$(api GET /api/v1/workloads | sed '$d' |
@@ -141,5 +173,6 @@ integrity=$(python3 -c 'import sqlite3,sys; print(sqlite3.connect(sys.argv[1]).e
 expect_eq "the database is whole" "$integrity" ok
 runs=$(wc -l < "$SHARED/runs.log" 2>/dev/null || echo 0)
 echo "crash consistency: $kills kills survived, ${#SUBMITTED[@]} workloads, $runs pods run," \
-  "$(grep -c . <<<"$twice") run twice, ${#CANCELLED[@]} cancels, ${#KEYS[@]} keys (${#REVOKED[@]} revoked)"
+  "$(grep -c . <<<"$twice") run twice, ${#CANCELLED[@]} cancels, ${#KEYS[@]} keys (${#REVOKED[@]} revoked)," \
+  "${#STREAMERS[@]} streams ($whole whole), usage $(jq '[.items[].requests] | add // 0' <<<"$usage") requests / $(jq '[.items[].totalTokens] | add // 0' <<<"$usage") tokens"
 finish
