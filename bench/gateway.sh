@@ -68,24 +68,10 @@ dataDir: $TMP/data
 inventory: {source: simulated, nodes: $ROOT/examples/demo/node.yaml}
 limits: {maxConnectionsPerAddress: 4096}   # every client here is 127.0.0.1 (N streams, RATE/100)
 Y
-"$BIN" serve --config "$TMP/gpuaas.yaml" >"$TMP/serve.log" 2>&1 & GPID=$!; PIDS+=($GPID)
-for _ in $(seq 100); do [[ -s $TMP/data/serve.json ]] && break; sleep 0.1; done
-GW=$(jq -r .url "$TMP/data/serve.json")
-ADMIN=$(grep -o 'gpt_[A-Za-z0-9_]*' "$TMP/serve.log" | tail -1)
-curl -sf -H "Authorization: Bearer $ADMIN" --data-binary @- "$GW/api/v1/apply" >/dev/null <<Y
-apiVersion: gpuaas.dev/v1alpha1
-kind: Tier
-metadata: {name: bench}
-spec: {limits: {requestsPerMinute: 100000000, tokensPerMinute: 100000000000, tokensPerDay: 1000000000000, maxConcurrentRequests: 100000}}
----
-apiVersion: gpuaas.dev/v1alpha1
-kind: Model
-metadata: {name: fake}
-spec: {servedNames: [fake-model], tiers: [bench], url: "http://127.0.0.1:$UP"}
-Y
-KEY=$(curl -sf -H "Authorization: Bearer $ADMIN" -d '{"name":"bench","tier":"bench"}' "$GW/api/v1/keys" | jq -r .key)
-for _ in $(seq 100); do
-  [[ $(curl -s -H "Authorization: Bearer $ADMIN" "$GW/api/v1/models/fake" | jq -r .state) == Ready ]] && break; sleep 0.1; done
+source "$ROOT/bench/lib.sh"
+bench_serve "$TMP/gpuaas.yaml"
+GW=$URL
+bench_gateway bench "$UP"
 
 BODY='{"model":"fake-model","messages":[{"role":"user","content":"hello there"}],"max_tokens":8}'
 cat >"$TMP/post.lua" <<L

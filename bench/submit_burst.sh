@@ -59,11 +59,9 @@ dataDir: $TMP/data
 manifests: [$TMP/queues.yaml]
 limits: {maxWorkloads: $((2 * N + 10))}
 YAML
-"$BIN" serve --config "$TMP/gpuaas.yaml" 2>"$TMP/serve.log" &
-PID=$!
-for _ in $(seq 100); do [[ -s $TMP/data/serve.json ]] && break; sleep 0.1; done
-URL=$(jq -r .url "$TMP/data/serve.json")
-TOKEN=$(grep -o 'gpt_[A-Za-z0-9_]*' "$TMP/serve.log" | head -1)
+source "$ROOT/bench/lib.sh"
+bench_serve "$TMP/gpuaas.yaml"
+PID=$GPID TOKEN=$ADMIN
 
 mkdir -p "$TMP/jobs"
 for i in $(seq 1 "$N"); do

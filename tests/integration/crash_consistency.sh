@@ -21,35 +21,9 @@
 source "$(dirname "$0")/lib.sh"
 KILLS=${KILLS:-10}
 export GPUAAS_TEST_START_DELAY_MS=${GPUAAS_TEST_START_DELAY_MS:-400}
-cat > "$TMP/queues.yaml" <<'YAML'
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: ResourceFlavor
-metadata: {name: h100}
----
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: ClusterQueue
-metadata: {name: cq}
-spec:
-  namespaceSelector: {}
-  resourceGroups:
-  - coveredResources: [cpu, nvidia.com/gpu]
-    flavors:
-    - name: h100
-      resources:
-      - {name: cpu, nominalQuota: "32"}
-      - {name: nvidia.com/gpu, nominalQuota: "2"}
----
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: LocalQueue
-metadata: {name: q, namespace: lab}
-spec: {clusterQueue: cq}
----
-apiVersion: gpuaas.dev/v1alpha1
-kind: Tier
-metadata: {name: free}
-spec:
-  limits: {requestsPerMinute: 60, tokensPerMinute: 100000}
-YAML
+{ queues cq 32 2
+  printf -- '---\napiVersion: gpuaas.dev/v1alpha1\nkind: Tier\nmetadata: {name: free}\nspec:\n  limits: {requestsPerMinute: 60, tokensPerMinute: 100000}\n'
+} > "$TMP/queues.yaml"
 # The model the gateway streams from: the project's stand-in for vLLM, slow enough (8
 # tokens, 40 ms apart) that kills land in the middle of streams.
 start_fake up --tokens 8 --token-ms 40 || { fail "start the fake model server"; finish; exit 1; }

@@ -47,6 +47,37 @@ expect_eq() { if [[ "$2" == "$3" ]]; then ok "$1"; else fail "$1: got '$2', want
 # expect_match NAME TEXT REGEX
 expect_match() { if [[ "$2" =~ $3 ]]; then ok "$1"; else fail "$1: '$2' does not match /$3/"; fi; }
 
+# queues CQ CPU GPUS [SPEC_LINE]: the one-flavor set-up most tests start from, on stdout:
+# ResourceFlavor h100, ClusterQueue CQ (open to every namespace, CPU cpus and GPUS GPUs of
+# nominal quota, SPEC_LINE such as "queueingStrategy: StrictFIFO" added to its spec) and
+# LocalQueue lab/q pointing at it. Append further documents after a "---".
+queues() {
+  cat <<YAML
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ResourceFlavor
+metadata: {name: h100}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ClusterQueue
+metadata: {name: $1}
+spec:
+  namespaceSelector: {}${4:+
+  $4}
+  resourceGroups:
+  - coveredResources: [cpu, nvidia.com/gpu]
+    flavors:
+    - name: h100
+      resources:
+      - {name: cpu, nominalQuota: "$2"}
+      - {name: nvidia.com/gpu, nominalQuota: "$3"}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: LocalQueue
+metadata: {name: q, namespace: lab}
+spec: {clusterQueue: $1}
+YAML
+}
+
 # write_config NAME [NODE_FILE] [MANIFEST...]: a gpuaas.yaml in $TMP listening on port 0
 write_config() {
   local cfg=$TMP/$1.yaml node=${2:-$ROOT/examples/demo/node.yaml}; shift 2 || shift $#

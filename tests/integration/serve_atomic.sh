@@ -7,29 +7,7 @@
 # workload recorded; one transaction leaves nothing, before and after a restart.
 source "$(dirname "$0")/lib.sh"
 G=$GPUAAS_BIN
-cat > "$TMP/queues.yaml" <<'YAML'
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: ResourceFlavor
-metadata: {name: h100}
----
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: ClusterQueue
-metadata: {name: cq}
-spec:
-  namespaceSelector: {}
-  resourceGroups:
-  - coveredResources: [cpu, nvidia.com/gpu]
-    flavors:
-    - name: h100
-      resources:
-      - {name: cpu, nominalQuota: "8"}
-      - {name: nvidia.com/gpu, nominalQuota: "2"}
----
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: LocalQueue
-metadata: {name: q, namespace: lab}
-spec: {clusterQueue: cq}
-YAML
+queues cq 8 2 > "$TMP/queues.yaml"
 cfg=$(write_config atomic "$ROOT/examples/demo/node.yaml" "$TMP/queues.yaml")
 start_daemon "$cfg" || { fail "daemon start"; finish; exit 1; }
 stop_daemon

@@ -3,35 +3,9 @@
 # with its reason and queue position, until the first ends; priority orders the queue.
 source "$(dirname "$0")/lib.sh"
 G=$GPUAAS_BIN
-cat > "$TMP/queues.yaml" <<'YAML'
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: ResourceFlavor
-metadata: {name: h100}
----
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: ClusterQueue
-metadata: {name: solo}
-spec:
-  namespaceSelector: {}
-  queueingStrategy: StrictFIFO
-  resourceGroups:
-  - coveredResources: [cpu, nvidia.com/gpu]
-    flavors:
-    - name: h100
-      resources:
-      - {name: cpu, nominalQuota: "8"}
-      - {name: nvidia.com/gpu, nominalQuota: "1"}
----
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: LocalQueue
-metadata: {name: q, namespace: lab}
-spec: {clusterQueue: solo}
----
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: WorkloadPriorityClass
-metadata: {name: urgent}
-value: 1000
-YAML
+{ queues solo 8 1 "queueingStrategy: StrictFIFO"
+  printf -- '---\napiVersion: kueue.x-k8s.io/v1beta2\nkind: WorkloadPriorityClass\nmetadata: {name: urgent}\nvalue: 1000\n'
+} > "$TMP/queues.yaml"
 cfg=$(write_config quota "$ROOT/examples/demo/node.yaml" "$TMP/queues.yaml")
 start_daemon "$cfg" || { fail "daemon start"; finish; exit 1; }
 
