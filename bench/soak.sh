@@ -13,7 +13,8 @@
 # (VmRSS of /proc/PID/status) and its open descriptors, and deletes the workloads left.
 # Reference, in the same run: GET /healthz through the same client (wrk, C_REST
 # connections, 10 s) before the first minute and after the last; the ratios are each
-# load's req/s over the reference's.
+# load's req/s over the reference's. The gateway's load alone (10 s, before and after)
+# is the reference for what the REST writes beside it cost the gateway.
 # RSS bound: warm-up is the first minute (the first two from 4 minutes on); the soak holds
 # when the last minute's RSS is at most the warm-up's last plus max(8 MiB, 10 %), and the
 # descriptors the same as after warm-up (within 8). It exits 1 when either grew (a leak,
@@ -68,24 +69,10 @@ dataDir: $TMP/data
 inventory: {source: simulated, nodes: $ROOT/examples/demo/node.yaml}
 manifests: [$TMP/queues.yaml]
 Y
-"$BIN" serve --config "$TMP/gpuaas.yaml" >"$TMP/serve.log" 2>&1 & GPID=$!; PIDS+=($GPID)
-for _ in $(seq 100); do [[ -s $TMP/data/serve.json ]] && break; sleep 0.1; done
-S=$(jq -r .url "$TMP/data/serve.json")
-ADMIN=$(grep -o 'gpt_[A-Za-z0-9_]*' "$TMP/serve.log" | tail -1)
-curl -sf -H "Authorization: Bearer $ADMIN" --data-binary @- "$S/api/v1/apply" >/dev/null <<Y
-apiVersion: gpuaas.dev/v1alpha1
-kind: Tier
-metadata: {name: soak}
-spec: {limits: {requestsPerMinute: 100000000, tokensPerMinute: 100000000000, tokensPerDay: 1000000000000, maxConcurrentRequests: 100000}}
----
-apiVersion: gpuaas.dev/v1alpha1
-kind: Model
-metadata: {name: fake}
-spec: {servedNames: [fake-model], tiers: [soak], url: "http://127.0.0.1:$UP"}
-Y
-KEY=$(curl -sf -H "Authorization: Bearer $ADMIN" -d '{"name":"soak","tier":"soak"}' "$S/api/v1/keys" | jq -r .key)
-for _ in $(seq 100); do
-  [[ $(curl -s -H "Authorization: Bearer $ADMIN" "$S/api/v1/models/fake" | jq -r .state) == Ready ]] && break; sleep 0.1; done
+source "$ROOT/bench/lib.sh"
+bench_serve "$TMP/gpuaas.yaml"
+S=$URL
+bench_gateway soak "$UP"
 
 # REST: one request after another from a counter per wrk thread; the minute's number
 # (wrk's argument) keeps names unique across minutes.
@@ -148,10 +135,17 @@ reference() {
   wrk -t1 -c"$C_REST" -d10s --latency "$S/healthz" >"$TMP/ref.out" 2>&1
   figures "$TMP/ref.out"
 }
+# the gateway's load alone, 10 s: what the REST writes beside it cost the gateway
+gateway_alone() {
+  wrk -t1 -c"$C_GW" -d10s --latency -s "$TMP/gw.lua" "$S/v1/chat/completions" >"$TMP/gwref.out" 2>&1
+  figures "$TMP/gwref.out"
+}
 
 echo "soak: $MIN minutes, $(nproc) CPUs; REST at $C_REST connections (submit/get/list/delete), gateway at $C_GW (chat completions)"
 read -r ref1 ref1_p99 _ < <(reference)
 printf "reference before: GET /healthz %s req/s, p99 %s ms\n" "$ref1" "$ref1_p99"
+read -r gwa1 gwa1_p99 _ < <(gateway_alone)
+printf "gateway alone before: %s req/s, p99 %s ms\n" "$gwa1" "$gwa1_p99"
 printf "%6s %10s %9s %7s %10s %9s %7s %9s %5s\n" minute "REST r/s" "p99 ms" non2xx "gw r/s" "p99 ms" non2xx "RSS MiB" fds
 WARM=$((MIN >= 4 ? 2 : 1))
 declare -a RSS FDS RREST RGW
@@ -172,9 +166,13 @@ for m in $(seq 1 "$MIN"); do
 done
 read -r ref2 ref2_p99 _ < <(reference)
 printf "reference after:  GET /healthz %s req/s, p99 %s ms\n" "$ref2" "$ref2_p99"
+read -r gwa2 gwa2_p99 _ < <(gateway_alone)
+printf "gateway alone after:  %s req/s, p99 %s ms\n" "$gwa2" "$gwa2_p99"
 ref=$(( (ref1 + ref2) / 2 ))
 awk -v r="${RREST[MIN]}" -v g="${RGW[MIN]}" -v ref="$ref" 'BEGIN{
   printf "ratio (last minute / reference %d req/s): REST %.3f, gateway %.3f (each ran beside the other)\n", ref, r / ref, g / ref }'
+awk -v g="${RGW[MIN]}" -v a="$(( (gwa1 + gwa2) / 2 ))" 'BEGIN{
+  printf "gateway beside REST writes / gateway alone (%d req/s): %.3f\n", a, g / a }'
 base=${RSS[WARM]} last=${RSS[MIN]}
 bound=$(awk -v b="$base" 'BEGIN{x = b * 0.10; if (x < 8192) x = 8192; printf "%d", b + x}')
 printf "RSS: %.1f MiB after warm-up (minute %d), %.1f MiB at the end; bound %.1f MiB (+max(8 MiB, 10 %%))\n" \

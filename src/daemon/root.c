@@ -2,6 +2,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
+#include <sys/epoll.h>
 #include <sys/resource.h>
 #include <curl/curl.h>
 #include "daemon/root.h"
@@ -104,6 +106,18 @@ static int mount_v1(void *ud, gx_req *req, gx_resp *resp)
 }
 static int mount_portal(void *ud, gx_req *req, gx_resp *resp) { return gx_portal_route(ud, req, resp); }
 
+/* The HTTP server's barrier reads the store's commit count... */
+static uint64_t commits(void *ud) { return gx_store_committed(ud); }
+
+/* ...and the store's fsync thread says when they are on the disk: held answers go. */
+static void on_synced(gx_loop *l, int fd, uint32_t ev, void *ud)
+{
+    (void)l; (void)fd; (void)ev;
+    gx_daemon *d = ud;
+    gx_store_sync_drain(d->store);
+    gx_http_release(d->http, gx_store_synced(d->store));
+}
+
 int gx_root_listen(gx_root *r, gx_err *err)
 {
     gx_daemon *d = &r->d;
@@ -120,6 +134,10 @@ int gx_root_listen(gx_root *r, gx_err *err)
                           .conns_per_addr = (int)d->cfg.max_conns_per_addr};
     if (!(d->http = gx_http_start(d->loop, d->cfg.listen_host, d->cfg.listen_port, &lim, gx_mux_route, &r->mux, err)))
         return -1;
+    /* group commit (store/sync.c): an answer after a change waits for its fsync */
+    int sfd = gx_store_sync_fd(d->store);
+    if (sfd >= 0 && !gx_loop_watch(d->loop, sfd, EPOLLIN, on_synced, d))
+        gx_http_set_barrier(d->http, commits, d->store);
     gx_maas_attach_http(r->maas, d->http);
     return 0;
 }
@@ -154,7 +172,24 @@ int64_t gx_root_prepare(gx_loop *l, void *ud)
     return sleep;
 }
 
-void gx_root_shutdown(gx_root *r) { gx_maas_shutdown(r->maas); }
+/* A stop sends the answers the barrier holds once their changes are on the disk
+ * (bounded: a disk that fails leaves them unsent, as a crash would). */
+void gx_root_shutdown(gx_root *r)
+{
+    gx_daemon *d = &r->d;
+    int sfd = gx_store_sync_fd(d->store);
+    if (d->http && sfd >= 0) {
+        for (int i = 0; i < 50 && gx_http_held(d->http) > 0; i++) {
+            struct pollfd p = {.fd = sfd, .events = POLLIN};
+            poll(&p, 1, 100);
+            gx_store_sync_drain(d->store);
+            gx_http_release(d->http, gx_store_synced(d->store));
+        }
+        gx_http_run(d->http);
+        gx_loop_unwatch(d->loop, sfd);
+    }
+    gx_maas_shutdown(r->maas);
+}
 
 void gx_root_free(gx_root *r)
 {

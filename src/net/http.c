@@ -104,7 +104,7 @@ static void update_interest(conn *c)
     uint32_t ev = 0;
     int busy = c->state >= C_HANDLER;
     if (!c->eof && !(busy && c->in_len == IN_CAP)) ev |= EPOLLIN | EPOLLRDHUP;
-    if (c->out_len > c->out_off) ev |= EPOLLOUT;
+    if (c->out_len > c->out_off && !c->hold) ev |= EPOLLOUT;
     if (ev == c->ev) return;
     c->ev = ev;
     gx_loop_watch(c->h->loop, c->fd, ev, on_conn, c);
@@ -137,6 +137,7 @@ static void close_conn(conn *c)
     gx_http *h = c->h;
     del_pending(c);
     idle_del(c);
+    if (c->hold) h->nheld--;
     request_release(c);
     gx_addrs_dec(&h->addrs, c->peer.sin_addr.s_addr);
     gx_loop_unwatch(h->loop, c->fd);
@@ -153,6 +154,7 @@ static void close_conn(conn *c)
 /* Write what is buffered. 0: all of it or the socket is full; -1: the client is gone. */
 static int flush(conn *c)
 {
+    if (c->hold) return 0;   /* the barrier: sent by gx_http_release */
     while (c->out_len > c->out_off) {
         ssize_t n = send(c->fd, c->out + c->out_off, c->out_len - c->out_off, MSG_NOSIGNAL);
         if (n < 0) {
@@ -200,6 +202,10 @@ static void answer(conn *c, gx_resp *r)
     } else {
         c->state = C_SEND;
         c->deadline = gx_loop_mono(h->loop) + SEND_MS;
+        if (h->ticket) {
+            uint64_t now = h->ticket(h->ticket_ud);
+            if (now > c->t0 && now > h->synced) { c->hold = now; h->nheld++; }
+        }
     }
     json_decref(r->json);
     free(r->text);
@@ -213,6 +219,7 @@ static void answer_error(conn *c, int status, const char *why, int parsed)
 {
     gx_resp r;
     memset(&r, 0, sizeof r);
+    c->t0 = c->h->ticket ? c->h->ticket(c->h->ticket_ud) : 0;   /* no change of its own */
     gx_http_resp_refusal(c, &r, status, why, parsed);
     c->close_after = 1;
     c->head_only = 0;
@@ -225,6 +232,7 @@ static void answer_error(conn *c, int status, const char *why, int parsed)
 static void dispatch(conn *c)
 {
     gx_http *h = c->h;
+    c->t0 = h->ticket ? h->ticket(h->ticket_ud) : 0;
     if (!c->req.body) {
         c->nobody[0] = 0;
         c->req.body = c->nobody;
@@ -646,6 +654,28 @@ int gx_http_complete(gx_req *req, gx_resp *resp)
     add_pending(c);
     return 0;
 }
+
+void gx_http_set_barrier(gx_http *h, uint64_t (*ticket)(void *ud), void *ud)
+{
+    h->ticket = ticket;
+    h->ticket_ud = ud;
+}
+
+/* Held answers now covered go out at the next gx_http_run, in the order their
+ * connections were opened (not that of their commits: each waited for its own). */
+void gx_http_release(gx_http *h, uint64_t synced)
+{
+    if (synced > h->synced) h->synced = synced;
+    if (!h->nheld) return;
+    for (conn *c = h->conns; c; c = c->next)
+        if (c->hold && c->hold <= h->synced) {
+            c->hold = 0;
+            h->nheld--;
+            add_pending(c);
+        }
+}
+
+int gx_http_held(const gx_http *h) { return h->nheld; }
 
 int64_t gx_http_timeout(gx_http *h) { return h->phead ? 0 : -1; }
 

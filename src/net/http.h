@@ -99,6 +99,17 @@ int gx_http_complete(gx_req *req, gx_resp *resp);
  * {"error":{"message","type","param":null,"code"}}, when the target is known (read
  * from the raw request line if the head did not parse). */
 void gx_http_set_prefix_limit(gx_http *h, const char *prefix, size_t limit);
+/* The durability barrier. ticket() counts the changes saved so far (the store's
+ * commits). An answer whose request moved that count (a commit between the request's
+ * dispatch and its answer) is held, not sent, until gx_http_release says every change
+ * up to the count at its answer is on the disk; the connection reads nothing more
+ * meanwhile (pipelined requests wait). Streams are never held. Without a barrier
+ * nothing is held. Why here: one place sees every answer, so no write path can forget
+ * to wait, and read-only requests never do. */
+void gx_http_set_barrier(gx_http *h, uint64_t (*ticket)(void *ud), void *ud);
+void gx_http_release(gx_http *h, uint64_t synced);
+/* Answers held by the barrier now. */
+int gx_http_held(const gx_http *h);
 /* 0 when gx_http_run has pending work, else -1 (timeouts run on loop timers). */
 int64_t gx_http_timeout(gx_http *h);
 /* Do pending work now: woken streams, the cleanup after completed answers. */

@@ -60,6 +60,8 @@ struct gx_http_conn {
     int s_on, s_sleep, s_end, s_chunked;
     int64_t deadline;             /* on gx_loop_mono's clock; 0: none */
     int pending;
+    uint64_t t0;                  /* the barrier's ticket when the request was dispatched */
+    uint64_t hold;                /* the answer waits for synced >= hold; 0: not held */
     int idle;                     /* on the idle list: kept alive, waiting for a request */
     gx_http_conn *inext, *iprev;  /* the idle list, longest idle first (reclaimed first) */
     gx_http_conn *pnext, *pprev;  /* the pending list (work for gx_http_run) */
@@ -85,6 +87,10 @@ struct gx_http {
     uint64_t accept_timer;        /* re-enables accept after EMFILE */
     int64_t date_sec;
     char date[40];
+    uint64_t (*ticket)(void *);   /* gx_http_set_barrier, or NULL */
+    void *ticket_ud;
+    uint64_t synced;
+    int nheld;
 };
 
 /* Room for `more` bytes at the end of the output buffer (doubling: appends are cheap). */

@@ -1,12 +1,13 @@
 /* store: SQLite in WAL mode under the data directory.
  * Owns: the connection, migrations (PRAGMA user_version), and the statements.
  * Must not: be called from src/core; log secrets (only token hashes reach it).
- * Durability: synchronous=FULL in WAL mode, so a committed transaction survives a
- * power cut, not only a process crash; a workload change is a few rows, so the
- * fsync per commit is cheap next to the HTTP round trip it acknowledges. Metering data
- * (usage, rate windows) commits without an fsync (store_int.h); usage rows and WAL
- * checkpoints are written by a thread of the store's own (background.c), so the
- * gateway's event loop never waits on the disk for them. */
+ * Durability: a change is acknowledged only once it would survive a power cut, not
+ * only a process crash. Commits write the WAL (synchronous=NORMAL) and a thread of the
+ * store's own fsyncs it, many commits at a time (sync.c: group commit); the HTTP server
+ * holds the answers that follow a commit until then. Without that thread, every commit
+ * fsyncs (synchronous=FULL) on the loop. Metering data (usage, rate windows) is never
+ * waited for (store_int.h); usage rows and WAL checkpoints are written by another
+ * thread (background.c), so the gateway's event loop never waits on the disk. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -187,8 +188,16 @@ gx_store *gx_store_open(const char *dir, gx_err *err)
         gx_store_close(s);
         return NULL;
     }
-    /* without the thread (it could not start), SQLite's own auto-checkpoints stay on */
-    if ((s->bg = gx_store_bg_start(path))) exec(s, "PRAGMA wal_autocheckpoint=0;", NULL);
+    /* without the thread (it could not start), SQLite's own auto-checkpoints stay on;
+     * they use the WAL hook, so group commit needs the thread too */
+    s->sync_pragma = "PRAGMA synchronous=FULL;";
+    if ((s->bg = gx_store_bg_start(path))) {
+        exec(s, "PRAGMA wal_autocheckpoint=0;", NULL);
+        if ((s->sync = gx_store_sync_start(path)) && !exec(s, "PRAGMA synchronous=NORMAL;", NULL)) {
+            s->sync_pragma = "PRAGMA synchronous=NORMAL;";
+            sqlite3_wal_hook(s->db, gx_store_sync_hook, s->sync);
+        }
+    }
     return s;
 }
 
@@ -196,6 +205,8 @@ void gx_store_close(gx_store *s)
 {
     if (!s) return;
     gx_store_bg_stop(s->bg);
+    if (s->db) sqlite3_wal_hook(s->db, NULL, NULL);
+    gx_store_sync_stop(s->sync);
     gx_store_usage_close(s);
     if (s->db) sqlite3_wal_checkpoint_v2(s->db, "main", SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
     sqlite3_close(s->db);
@@ -209,21 +220,21 @@ void gx_store_rollback(gx_store *s) { exec(s, "ROLLBACK", NULL); }
 int gx_store_begin_relaxed(gx_store *s, gx_err *err)
 {
     if (exec(s, "PRAGMA synchronous=NORMAL;", err)) return -1;
-    if (exec(s, "BEGIN IMMEDIATE", err)) { exec(s, "PRAGMA synchronous=FULL;", NULL); return -1; }
+    if (exec(s, "BEGIN IMMEDIATE", err)) { exec(s, s->sync_pragma, NULL); return -1; }
     return 0;
 }
 
 int gx_store_commit_relaxed(gx_store *s, gx_err *err)
 {
     int rc = exec(s, "COMMIT", err);
-    exec(s, "PRAGMA synchronous=FULL;", NULL);
+    exec(s, s->sync_pragma, NULL);
     return rc;
 }
 
 void gx_store_rollback_relaxed(gx_store *s)
 {
     exec(s, "ROLLBACK", NULL);
-    exec(s, "PRAGMA synchronous=FULL;", NULL);
+    exec(s, s->sync_pragma, NULL);
 }
 
 /* Prepare, bind text/int64/blob arguments described by fmt ('s', 'i', 'b' = ptr+len), step

@@ -14,6 +14,18 @@ typedef struct gx_store gx_store;
 /* Open (creating) <dir>/gpuaas.db, WAL mode, migrate to the current schema. */
 gx_store *gx_store_open(const char *dir, gx_err *err);
 void gx_store_close(gx_store *s);
+
+/* Group commit (store/sync.c). Each commit on this connection counts one; a thread
+ * fsyncs the WAL beside the loop and moves `synced` up to the commits it covered.
+ * What follows a commit is acknowledged only once synced >= the count after it (the
+ * daemon wires this to the HTTP server's barrier). Without the thread (it could not
+ * start) commits fsync themselves, both counts stay 0 and nothing waits. */
+uint64_t gx_store_committed(const gx_store *s);
+uint64_t gx_store_synced(const gx_store *s);
+/* Readable when synced moved on (-1 without the thread); drain it before reading
+ * gx_store_synced, so that a move after the read wakes the loop again. */
+int gx_store_sync_fd(const gx_store *s);
+void gx_store_sync_drain(gx_store *s);
 int gx_store_schema_version(gx_store *s);
 
 /* Explicit transactions around several writes; nesting is not supported. */

@@ -11,6 +11,8 @@ struct gx_store {
     sqlite3 *db;
     struct gx_store_bg *bg;      /* the background writer thread (background.c), or NULL */
     struct gx_store_usage_cx *usage; /* usage statements and dimension ids (usage.c), or NULL */
+    struct gx_store_sync *sync;  /* the group-commit thread (sync.c), or NULL: then FULL */
+    const char *sync_pragma;     /* the connection's synchronous setting, restored after relaxed */
 };
 
 /* usage.c: finalizes the connection's usage statements; before sqlite3_close. */
@@ -19,7 +21,8 @@ void gx_store_usage_close(gx_store *s);
 /* Metering data (usage records, rate-limit windows) is committed without an fsync
  * (synchronous=NORMAL for that transaction): a power cut may lose the last batches,
  * a crash of the process loses nothing, and the event loop never waits on the disk
- * for it. Workload and object changes keep synchronous=FULL. */
+ * for it. Workload and object changes are fsynced before they are acknowledged: by
+ * the group-commit thread (sync.c), or, without it, by synchronous=FULL. */
 int gx_store_begin_relaxed(gx_store *s, gx_err *err);
 int gx_store_commit_relaxed(gx_store *s, gx_err *err);
 void gx_store_rollback_relaxed(gx_store *s);
@@ -37,6 +40,12 @@ int gx_store_step_end(gx_store *s, sqlite3_stmt *st, int rc, const char *table, 
 /* Prepare, bind text/int64/blob arguments described by fmt ('s', 'i', 'b' = ptr+len), step
  * once, finalize. For writes: returns 0 or -1. */
 int gx_store_run(gx_store *s, gx_err *err, const char *sql, const char *fmt, ...);
+
+/* sync.c: the group-commit thread, fsyncing DB_PATH-wal; NULL when it cannot start. */
+struct gx_store_sync *gx_store_sync_start(const char *db_path);
+void gx_store_sync_stop(struct gx_store_sync *y);
+/* sqlite3_wal_hook's callback on the loop's connection (ud: the sync). */
+int gx_store_sync_hook(void *ud, sqlite3 *db, const char *name, int pages);
 
 /* background.c: a thread with its own connection that writes queued usage rows and
  * checkpoints the WAL every second. NULL when it cannot start (then the store writes

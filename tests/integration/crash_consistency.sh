@@ -52,8 +52,9 @@ n=0 kills=0
 for round in $(seq 1 "$KILLS"); do
   start_daemon "$cfg" || { fail "daemon start $round"; finish; exit 1; }
   disown "$DAEMON_PID" 2>/dev/null   # its SIGKILL is no news
-  # the kill: at a random moment within the next 0.2-1.7 s
-  ( sleep "0.$((RANDOM % 10 + 2))"; sleep "$((RANDOM % 2)).$((RANDOM % 10))"; kill -KILL "$DAEMON_PID" 2>/dev/null ) &
+  # the kill: at a random moment within the next 0.2-2.8 s (a submit's answer waits for
+  # its fsync and the scheduling pass that starts its pod, 400 ms of test delay each)
+  ( sleep "0.$((RANDOM % 10 + 2))"; sleep "$((RANDOM % 3)).$((RANDOM % 10))"; kill -KILL "$DAEMON_PID" 2>/dev/null ) &
   killer=$!
   while kill -0 "$DAEMON_PID" 2>/dev/null; do
     n=$((n + 1))
