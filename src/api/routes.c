@@ -223,8 +223,24 @@ static void apply(route_ctx *c)
     gx_yaml_docs docs;
     if (gx_manifest_parse(c->req->body, c->req->body_len, &docs, &e)) { reply_err(c, &e); return; }
     json_t *res = NULL;
-    if (gx_d_apply(c->d, &docs, &res, &e)) reply_err(c, &e);
-    else gx_resp_json(c->resp, 200, res);
+    if (gx_d_apply(c->d, &docs, &res, &e)) { reply_err(c, &e); gx_yaml_docs_free(&docs); return; }
+    /* as the API server: each warning also as a `Warning: 299 - "text"` header (a few) */
+    size_t wi;
+    json_t *w;
+    json_array_foreach(json_object_get(res, "warnings"), wi, w) {
+        if (wi == 8) break;
+        char h[128];   /* the size of a response header value: a longer warning is cut */
+        size_t at = 0;
+        at += (size_t)snprintf(h, sizeof h, "299 - \"");
+        for (const char *s = json_string_value(w); s && *s && at < sizeof h - 3; s++) {
+            if (*s == '"' || *s == '\\') h[at++] = '\\';
+            h[at++] = *s;
+        }
+        h[at++] = '"';
+        h[at] = 0;
+        gx_resp_header(c->resp, "Warning", h);
+    }
+    gx_resp_json(c->resp, 200, res);
     gx_yaml_docs_free(&docs);
 }
 

@@ -17,6 +17,11 @@ int gx_cli_run_apply(gx_cli_ctx *c)
     json_t *answers;
     int rc = gx_cli_send_files(c, "/api/v1/apply", &answers);
     if (rc) return rc;
+    /* the daemon's warnings (fields it accepts but ignores), on stderr in kubectl's style */
+    size_t wa, wi;
+    const json_t *an, *w;
+    json_array_foreach(answers, wa, an) json_array_foreach(json_object_get(an, "warnings"), wi, w)
+        fprintf(stderr, "Warning: %s\n", json_string_value(w) ? json_string_value(w) : "");
     if (WANT_JSON(c)) {
         rc = gx_cli_print_items(c, answers);
     } else {

@@ -11,6 +11,7 @@
 #include <string.h>
 #include "core/engine_int.h"
 #include "core/quantity.h"
+#include "core/kueue_schema.h"
 
 #define KUEUE_V1B2 "kueue.x-k8s.io/v1beta2"
 #define KUEUE_V1B1 "kueue.x-k8s.io/v1beta1"
@@ -487,6 +488,8 @@ int gx_engine_apply(gx_engine *e, const json_t *obj, gx_err *err)
             return gx_errf(err, 400, "kind", "%s is a workload: submit it instead of applying it", kind);
         return gx_errf(err, 400, "apiVersion", "unknown apiVersion/kind %s %s (expected %s or %s Node)", av, kind, KUEUE_V1B2, GPUAAS_V1);
     }
+    /* the CRD's own checks first: an unknown field is refused before anything is read */
+    if (gx_kueue_schema_check(obj, NULL, err)) return -1;
     json_t *copy = NULL;
     if (!strcmp(av, KUEUE_V1B1)) { copy = json_deep_copy(obj); v1beta1_fixups(copy); obj = copy; }
     if (!strcmp(kind, "ClusterQueue")) rc = apply_cq(e, obj, err);

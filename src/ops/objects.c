@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "ops/daemon.h"
+#include "core/kueue_schema.h"
 #include "lib/k8sname.h"
 #include "lib/yaml.h"
 #include "lib/alloc.h"
@@ -209,6 +210,21 @@ static void undo_applied(gx_daemon *d, const gx_yaml_docs *docs, const size_t *i
     }
 }
 
+/* The fields of the applied Kueue objects that gpuaas accepts but ignores: the answer's
+ * "warnings" (only when there are some), one sentence each naming the object and field,
+ * so that nothing the user wrote is dropped without a word. */
+static void add_warnings(const gx_yaml_docs *docs, json_t *result)
+{
+    json_t *w = json_array();
+    for (size_t i = 0; i < docs->n; i++) {
+        gx_err ignore;
+        gx_err_clear(&ignore);
+        gx_kueue_schema_check(docs->docs[i], w, &ignore);
+    }
+    if (json_array_size(w)) json_object_set_new(result, "warnings", w);
+    else json_decref(w);
+}
+
 int gx_d_apply(gx_daemon *d, const gx_yaml_docs *docs, json_t **result, gx_err *err)
 {
     if (docs->n > 1000) return gx_errf(err, 413, "", "more than 1000 objects in one apply");
@@ -267,6 +283,7 @@ int gx_d_apply(gx_daemon *d, const gx_yaml_docs *docs, json_t **result, gx_err *
     free(old);
     free(idx);
     *result = json_pack("{s:o}", "items", items);
+    add_warnings(docs, *result);
     return 0;
 rollback:
     gx_store_rollback(d->store);

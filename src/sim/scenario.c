@@ -164,9 +164,24 @@ static int take_doc(sim *s, json_t *doc, const gx_linemap *lm, const char *file,
     }
     if (json_is_string(kind) && !strcmp(json_string_value(kind), "Configuration") && json_is_string(av)
         && !strncmp(json_string_value(av), "config.kueue.x-k8s.io/", 22)) {
+        /* v1beta1: fairSharing.enable; v1beta2 has no enable: the block itself turns it on */
         const json_t *fs = json_object_get(doc, "fairSharing");
-        s->opts.fair_sharing = json_is_true(json_object_get(fs, "enable"));
-        return 0;
+        if (!strcmp(json_string_value(av), "config.kueue.x-k8s.io/v1beta1")) {
+            s->opts.fair_sharing = json_is_true(json_object_get(fs, "enable"));
+            return 0;
+        }
+        if (fs && !json_is_null(fs) && !json_is_object(fs)) {
+            gx_errf(&err, 422, "fairSharing", "must be a mapping (its presence turns fair sharing on)");
+        } else if (json_object_get(fs, "enable")) {
+            gx_errf(&err, 400, "fairSharing.enable", "unknown field \"fairSharing.enable\" (%s has no enable: "
+                    "the fairSharing block itself turns fair sharing on)", json_string_value(av));
+        } else {
+            s->opts.fair_sharing = json_is_object(fs);
+            return 0;
+        }
+        annotate(lm, base, &err);
+        report(file, line, &err);
+        return -1;
     }
     if (is_workload(doc)) {
         gx_wl_spec *spec;
@@ -437,7 +452,7 @@ static void usage(FILE *f)
           "Replay a Kueue scenario on a virtual clock through the gpuaas engine.\n"
           "FILE: multi-document YAML with Kueue objects (ResourceFlavor, ClusterQueue, Cohort,\n"
           "LocalQueue, WorkloadPriorityClass), gpuaas.dev/v1alpha1 Nodes, an optional\n"
-          "config.kueue.x-k8s.io Configuration (fairSharing.enable), and batch/v1 Jobs or\n"
+          "config.kueue.x-k8s.io Configuration (v1beta2: a fairSharing block; v1beta1: fairSharing.enable), and batch/v1 Jobs or\n"
           "Kueue Workloads annotated with gpuaas.dev/submit-at (e.g. 90s) and\n"
           "gpuaas.dev/run-for (absent = runs forever). Several files form one scenario.\n"
           "Prints one JSON object per event, then {\"summary\": {...}}.\n", f);
