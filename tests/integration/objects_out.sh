@@ -73,7 +73,7 @@ done
 v=$(node "$K8S/validate.mjs" "$TMP"/out/*.yaml "$TMP"/out/*.json 2>&1); rc=$?
 expect_eq "every object validates against Kueue's CRDs" "$rc" 0
 [[ $rc == 0 ]] || echo "$v" | grep -v '^valid' | head -20
-X
+expect_eq "objects validated (5 applied x2, 3 workloads x2, 4 by name)" "$(grep -c '^valid' <<<"$v")" 20
 
 j() { jq -r "$1" "$TMP/out/$2"; }
 expect_eq "ClusterQueue: apiVersion, kind" "$(j '.items[0] | .apiVersion + " " + .kind' cq-list.json)" "kueue.x-k8s.io/v1beta2 ClusterQueue"
@@ -96,7 +96,7 @@ expect_eq "admitted: PodsReady=True while it runs" "$(wl run '.status.conditions
 expect_eq "pending: QuotaReserved=False, no admission" "$(wl wait '[(.status.conditions[] | select(.type=="QuotaReserved") | .status), (.status.admission // "none")] | join(" ")')" "False none"
 expect_eq "finished: Finished=True" "$(wl done '.status.conditions[] | select(.type=="Finished") | .status + " " + .reason')" "True Succeeded"
 expect_eq "finished: its priority class" "$(wl done '.spec.priorityClassName + " \(.spec.priority)"')" "urgent 1000"
-expect_eq "one workload by name is itself" "$(yq_kind=$(grep -m1 '^kind:' "$TMP/out/wl-one.yaml"); echo "$yq_kind")" "kind: Workload"
+expect_eq "one workload by name is itself" "$(grep -m1 '^kind:' "$TMP/out/wl-one.yaml")" "kind: Workload"
 
 # what get prints applies back unchanged
 for ref in "cq solo" "lq lab/q" "rf h100" "cohort lab" "wpc urgent"; do
