@@ -69,6 +69,44 @@ static int need_ns(route_ctx *c, const char *ns)
 
 static void method_not_allowed(route_ctx *c) { gx_resp_errorf(c->resp, 405, "%s is not allowed on %s", c->req->method, c->req->path); }
 
+/* ---- ?format=k8s: Kueue's objects as Kubernetes shows them (ops/k8s_objects.c) ------ */
+
+/* Did the request ask for ?format=k8s? Another format is refused (1: answered). */
+static int want_k8s(route_ctx *c, int *answered)
+{
+    const char *f = gx_req_query(c->req, "format");
+    *answered = 0;
+    if (!f) return 0;
+    if (!strcmp(f, "k8s")) return 1;
+    gx_resp_errorf(c->resp, 400, "format: unknown format %s (the one format is k8s)", f);
+    *answered = 1;
+    return 0;
+}
+
+/* GET of kind as Kubernetes objects: one by name (404 when absent), or a kind: List.
+ * ns: the one namespace asked for (checked), else the caller's (all for an admin). */
+static void k8s_get(route_ctx *c, const char *kind, const char *ns, const char *name)
+{
+    const char *one[1] = {ns};
+    const char **allowed = NULL;
+    size_t nn = 0;
+    if (ns) {
+        allowed = one;
+        nn = 1;
+    } else if (!c->user->admin && (!strcmp(kind, "LocalQueue") || !strcmp(kind, "Workload"))) {
+        nn = json_array_size(c->user->namespaces);
+        if (!nn) { gx_resp_json(c->resp, 200, json_pack("{s:s,s:s,s:[]}", "apiVersion", "v1", "kind", "List", "items")); return; }
+        allowed = gx_xcalloc(nn, sizeof *allowed);
+        for (size_t i = 0; i < nn; i++) allowed[i] = json_string_value(json_array_get(c->user->namespaces, i));
+    }
+    json_t *arr = gx_d_k8s_objects(c->d, kind, allowed, nn, name);
+    if (allowed != one) free(allowed);
+    if (!name) { gx_resp_json(c->resp, 200, json_pack("{s:s,s:s,s:o}", "apiVersion", "v1", "kind", "List", "items", arr)); return; }
+    if (json_array_size(arr)) gx_resp_json(c->resp, 200, json_incref(json_array_get(arr, 0)));
+    else gx_resp_errorf(c->resp, 404, "no %s %s%s%s", kind, ns ? ns : "", ns ? "/" : "", name);
+    json_decref(arr);
+}
+
 /* ---- workloads ------------------------------------------------------------------- */
 
 static void submit(route_ctx *c)
@@ -134,6 +172,12 @@ static void list_workloads(route_ctx *c)
 {
     gx_wl_filter f = {0};
     const char *ns = gx_req_query(c->req, "namespace");
+    int answered;
+    if (want_k8s(c, &answered)) {
+        if (!ns || !need_ns(c, ns)) k8s_get(c, "Workload", ns, NULL);
+        return;
+    }
+    if (answered) return;
     const char *one[1];
     const char **allowed = NULL;
     size_t nallowed = 0;
@@ -181,6 +225,9 @@ static void workload_routes(route_ctx *c)
     json_t *v = gx_d_view(c->d, key);
     if (!v) { gx_resp_errorf(c->resp, 404, "no workload %s", key); return; }
     if (c->nseg == 5) {
+        int answered;
+        if (is(c, "GET") && want_k8s(c, &answered)) { json_decref(v); k8s_get(c, "Workload", ns, name); return; }
+        if (is(c, "GET") && answered) { json_decref(v); return; }
         if (is(c, "GET")) { gx_resp_json(c->resp, 200, v); return; }
         json_decref(v);
         if (is(c, "DELETE")) {
@@ -279,6 +326,13 @@ static void object_routes(route_ctx *c, const char *plural, const char *kind)
         return;
     }
     if (!is(c, "GET")) { method_not_allowed(c); return; }
+    int answered;
+    if (strcmp(kind, "Node") && want_k8s(c, &answered)) {
+        const char *q = lq ? (ns ? ns : gx_req_query(c->req, "namespace")) : NULL;
+        if (!q || !need_ns(c, q)) k8s_get(c, kind, q, name);
+        return;
+    }
+    if (strcmp(kind, "Node") && answered) return;
     json_t *arr;
     if (!strcmp(kind, "ClusterQueue")) arr = gx_engine_cluster_queues(gx_d_engine(c->d));
     else if (lq) {

@@ -137,6 +137,7 @@ typedef struct kind {
     int ncols;
     const char *const *headers;
     const char *const *fields;  /* per column: JSON path, or a computed cell ("=join:..") */
+    int k8s;                    /* -o json|yaml prints Kueue's object (GET ...?format=k8s) */
 } kind;
 
 static const char *const cq_h[] = {"NAME", "COHORT", "STRATEGY", "PENDING", "ADMITTED", "ACTIVE"};
@@ -161,17 +162,17 @@ static const char *const model_h[] = {"NAME", "SERVED AS", "TIERS", "BACKEND", "
 static const char *const model_f[] = {"name", "=join:servedNames", "=join:tiers", "backend", "state", "readyReplicas", "replicas"};
 
 static const kind kinds[] = {
-    {"clusterqueues", "clusterqueue", "cq", "/api/v1/clusterqueues", "ClusterQueue", 0, 6, cq_h, cq_f},
-    {"localqueues", "localqueue", "lq", "/api/v1/localqueues", "LocalQueue", 1, 5, lq_h, lq_f},
-    {"resourceflavors", "resourceflavor", "rf", "/api/v1/resourceflavors", "ResourceFlavor", 0, 2, rf_h, rf_f},
-    {"cohorts", "cohort", "co", "/api/v1/cohorts", "Cohort", 0, 2, co_h, co_f},
+    {"clusterqueues", "clusterqueue", "cq", "/api/v1/clusterqueues", "ClusterQueue", 0, 6, cq_h, cq_f, 1},
+    {"localqueues", "localqueue", "lq", "/api/v1/localqueues", "LocalQueue", 1, 5, lq_h, lq_f, 1},
+    {"resourceflavors", "resourceflavor", "rf", "/api/v1/resourceflavors", "ResourceFlavor", 0, 2, rf_h, rf_f, 1},
+    {"cohorts", "cohort", "co", "/api/v1/cohorts", "Cohort", 0, 2, co_h, co_f, 1},
     {"workloadpriorityclasses", "workloadpriorityclass", "wpc", "/api/v1/workloadpriorityclasses",
-     "WorkloadPriorityClass", 0, 3, wpc_h, wpc_f},
-    {"nodes", "node", "no", "/api/v1/nodes", "Node", 0, 2, node_h, node_f},
-    {"users", "user", NULL, "/api/v1/users", "user", 0, 4, user_h, user_f},
-    {"tiers", "tier", NULL, "/api/v1/tiers", "Tier", 0, 6, tier_h, tier_f},
-    {"models", "model", NULL, "/api/v1/models", "Model", 0, 7, model_h, model_f},
-    {"workloads", "workload", "wl", "/api/v1/workloads", "workload", 1, 0, NULL, NULL},
+     "WorkloadPriorityClass", 0, 3, wpc_h, wpc_f, 1},
+    {"nodes", "node", "no", "/api/v1/nodes", "Node", 0, 2, node_h, node_f, 0},
+    {"users", "user", NULL, "/api/v1/users", "user", 0, 4, user_h, user_f, 0},
+    {"tiers", "tier", NULL, "/api/v1/tiers", "Tier", 0, 6, tier_h, tier_f, 0},
+    {"models", "model", NULL, "/api/v1/models", "Model", 0, 7, model_h, model_f, 0},
+    {"workloads", "workload", "wl", "/api/v1/workloads", "workload", 1, 0, NULL, NULL, 1},
 };
 
 static const kind *find_kind(const char *s)
@@ -272,6 +273,8 @@ int gx_cli_run_get(gx_cli_ctx *c)
         name = nameb;
     }
     ns_path(path, sizeof path, k->path, ns);
+    int k8s = k->k8s && WANT_JSON(c);
+    if (k8s) strncat(path, strchr(path, '?') ? "&format=k8s" : "?format=k8s", sizeof path - strlen(path) - 1);
     json_t *ans = gx_cli_get(&c->http, path);
     if (!ans) return 1;
     json_t *items = json_incref(json_object_get(ans, "items"));
@@ -294,7 +297,9 @@ int gx_cli_run_get(gx_cli_ctx *c)
         } else if (json_array_size(items) == 1) {
             rc = gx_cli_print_json(c, json_array_get(items, 0));
         } else {
-            json_t *l = json_pack("{sO}", "items", items);
+            /* Kueue's kinds as kubectl lists them: a v1 List */
+            json_t *l = k8s ? json_pack("{s:s,s:s,s:O}", "apiVersion", "v1", "kind", "List", "items", items)
+                            : json_pack("{sO}", "items", items);
             rc = gx_cli_print_json(c, l);
             json_decref(l);
         }

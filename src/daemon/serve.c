@@ -197,6 +197,7 @@ int gx_serve_main(int argc, char **argv)
         goto out;
     if (ensure_dir(d->log_dir, &e) || ensure_dir(d->run_dir, &e)) goto out;
     d->objects = json_object();
+    d->created = json_object();
     if (!(d->loop = gx_loop_new())) { gx_errf(&e, 500, "", "cannot create the event loop"); goto out; }
     if (!(d->store = gx_store_open(d->cfg.data_dir, &e))) goto out;
     if (!(d->auth = gx_auth_open(d->store, d->cfg.data_dir, &e))) goto out;
@@ -291,6 +292,7 @@ cleanup:
     gx_store_close(d->store);
     gx_loop_free(d->loop);
     json_decref(d->objects);
+    json_decref(d->created);
     gx_config_free(&d->cfg);
     if (lockfd >= 0) close(lockfd);
     return status;

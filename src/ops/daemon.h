@@ -30,6 +30,7 @@ typedef struct gx_daemon {
     gx_engine *eng;
     gx_auth *auth;
     json_t *objects;       /* "Kind/ns/name" -> manifest, as applied */
+    json_t *created;       /* "Kind/ns/name" -> ms it was first applied (metadata.creationTimestamp) */
     int dirty;             /* a scheduling pass is due */
     int ready;
     char log_dir[GX_DATA_DIR_MAX + 8], run_dir[GX_DATA_DIR_MAX + 8];   /* DATA/logs, DATA/run: short enough that

@@ -9,6 +9,7 @@
 #include <string.h>
 #include "ops/daemon.h"
 #include "core/kueue_schema.h"
+#include "ops/k8s.h"
 #include "lib/k8sname.h"
 #include "lib/yaml.h"
 #include "lib/alloc.h"
@@ -223,11 +224,39 @@ static void add_warnings(const gx_yaml_docs *docs, json_t *result)
     }
     if (json_array_size(w)) json_object_set_new(result, "warnings", w);
     else json_decref(w);
+static int is_list(const json_t *doc)
+{
+    return json_is_object(doc) && !strcmp(json_string_value(json_object_get(doc, "kind")) ?: "", "List") &&
+           !strcmp(json_string_value(json_object_get(doc, "apiVersion")) ?: "", "v1");
+}
+
+/* A v1 List (what `get KIND -o yaml` prints) is applied as its items, as kubectl does:
+ * the documents with every List replaced by its items, one level deep. */
+static int apply_lists(gx_daemon *d, const gx_yaml_docs *docs, json_t **result, gx_err *err)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < docs->n; i++) n += is_list(docs->docs[i]) ? json_array_size(json_object_get(docs->docs[i], "items")) : 1;
+    if (n > 1000) return gx_errf(err, 413, "", "more than 1000 objects in one apply");
+    gx_yaml_docs flat = {.n = 0, .docs = gx_xcalloc(n ? n : 1, sizeof(json_t *))};
+    for (size_t i = 0; i < docs->n; i++) {
+        if (!is_list(docs->docs[i])) { flat.docs[flat.n++] = docs->docs[i]; continue; }
+        size_t k;
+        json_t *it;
+        json_array_foreach(json_object_get(docs->docs[i], "items"), k, it) flat.docs[flat.n++] = it;
+    }
+    int rc = gx_d_apply(d, &flat, result, err);
+    free(flat.docs);
+    return rc;
 }
 
 int gx_d_apply(gx_daemon *d, const gx_yaml_docs *docs, json_t **result, gx_err *err)
 {
     if (docs->n > 1000) return gx_errf(err, 413, "", "more than 1000 objects in one apply");
+    for (size_t i = 0; i < docs->n; i++)
+        if (is_list(docs->docs[i]) && json_is_array(json_object_get(docs->docs[i], "items"))) return apply_lists(d, docs, result, err);
+    /* what `get -o yaml` adds (status, creationTimestamp...) is the server's, not the
+     * user's: dropped, so that its output applies back as "unchanged" */
+    for (size_t i = 0; i < docs->n; i++) gx_k8s_strip_server_fields(docs->docs[i]);
     for (size_t i = 0; i < docs->n; i++)
         if (check_kind(d, docs->docs[i], err) || check_names(docs->docs[i], err)) { annotate(docs, i, err); return -1; }
     size_t *idx = gx_xcalloc(docs->n, sizeof *idx);
@@ -278,6 +307,7 @@ int gx_d_apply(gx_daemon *d, const gx_yaml_docs *docs, json_t **result, gx_err *
         const char *kind, *ns, *name;
         obj_key(docs->docs[idx[k]], key, sizeof key, &kind, &ns, &name);
         json_object_set_new(d->objects, key, json_deep_copy(docs->docs[idx[k]]));
+        if (d->created && !json_object_get(d->created, key)) json_object_set_new(d->created, key, json_integer(now));
     }
     for (size_t k = 0; k < applied; k++) json_decref(old[k]);
     free(old);
@@ -306,6 +336,7 @@ int gx_d_load_objects(gx_daemon *d, gx_err *err)
         snprintf(key, sizeof key, "%s/%s/%s", json_string_value(json_object_get(r, "kind")),
                  json_string_value(json_object_get(r, "namespace")), json_string_value(json_object_get(r, "name")));
         json_object_set(d->objects, key, json_object_get(r, "manifest"));
+        if (d->created) json_object_set(d->created, key, json_object_get(r, "createdMs"));
     }
     json_decref(rows);
     for (int k = 0; k < d->nkinds; k++) {
@@ -339,6 +370,7 @@ int gx_d_delete_object(gx_daemon *d, const char *kind, const char *ns, const cha
         return -1;
     }
     json_object_del(d->objects, key);
+    if (d->created) json_object_del(d->created, key);
     return 0;
 }
 

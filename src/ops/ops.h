@@ -41,6 +41,12 @@ int gx_d_delete_object(gx_daemon *d, const char *kind, const char *ns, const cha
 /* Every applied object, "Kind/ns/name" -> manifest, read-only (valid until the next
  * apply or delete). */
 const json_t *gx_d_objects(const gx_daemon *d);
+/* Kueue's kinds as Kubernetes objects (apiVersion, kind, metadata, spec as applied,
+ * status), for GET ...?format=k8s (ops/k8s_objects.c): kind is ClusterQueue, LocalQueue,
+ * ResourceFlavor, Cohort, WorkloadPriorityClass or Workload. namespaces (n_ns 0: all)
+ * limit the namespaced kinds, name (NULL: all) picks by name. A new array sorted by
+ * namespace and name, or NULL for another kind. */
+json_t *gx_d_k8s_objects(gx_daemon *d, const char *kind, const char *const *namespaces, size_t n_ns, const char *name);
 /* The admission engine, read-only: queues, cohorts and nodes as the engine sees them. */
 const gx_engine *gx_d_engine(const gx_daemon *d);
 

@@ -298,14 +298,15 @@ int gx_store_delete_object(gx_store *s, const char *kind, const char *ns, const 
 json_t *gx_store_objects(gx_store *s, gx_err *err)
 {
     sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(s->db, "SELECT kind, namespace, name, manifest FROM objects ORDER BY seq",
+    if (sqlite3_prepare_v2(s->db, "SELECT kind, namespace, name, manifest, created_ms FROM objects ORDER BY seq",
                            -1, &st, NULL) != SQLITE_OK) { gx_store_sqlerr(s, err, "prepare"); return NULL; }
     json_t *out = json_array();
     int rc;
     while ((rc = sqlite3_step(st)) == SQLITE_ROW)
-        json_array_append_new(out, json_pack("{s:s,s:s,s:s,s:o}",
+        json_array_append_new(out, json_pack("{s:s,s:s,s:s,s:o,s:I}",
             "kind", sqlite3_column_text(st, 0), "namespace", sqlite3_column_text(st, 1),
-            "name", sqlite3_column_text(st, 2), "manifest", load_col(st, 3)));
+            "name", sqlite3_column_text(st, 2), "manifest", load_col(st, 3),
+            "createdMs", (json_int_t)sqlite3_column_int64(st, 4)));
     return gx_store_read_end(s, st, rc, out, "objects", err);
 }
 

@@ -40,7 +40,8 @@ void gx_store_rollback(gx_store *s);
 int gx_store_put_object(gx_store *s, const char *kind, const char *ns, const char *name,
                         const json_t *manifest, int64_t now_ms, gx_err *err);
 int gx_store_delete_object(gx_store *s, const char *kind, const char *ns, const char *name, gx_err *err);
-/* All objects as [{"kind","namespace","name","manifest"}] in insertion order. */
+/* All objects as [{"kind","namespace","name","manifest","createdMs"}] in insertion order
+ * (createdMs: when it was first applied; a later apply keeps it). */
 json_t *gx_store_objects(gx_store *s, gx_err *err);
 
 /* Workloads: the manifest as submitted, the engine's status, the daemon's run record. */
