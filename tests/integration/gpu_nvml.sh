@@ -102,7 +102,7 @@ expect_eq "memory used" "$(jq -r '.items[1].memoryUsedMiB' <<<"$gj")" 2048
 expect_eq "utilisation" "$(jq -r '.items[1].utilization' <<<"$gj")" 42
 expect_eq "no utilisation on the MIG GPU" "$(jq -r '.items[0].utilization' <<<"$gj")" null
 m=$(curl -s "$GPUAAS_SERVER/metrics")
-expect_match "DCGM utilisation from NVML" "$m" 'DCGM_FI_DEV_GPU_UTIL\{gpu="1",UUID="GPU-fa4e0000-0000-4000-8000-000000000001",pci_bus_id="00000000:18:00.0",device="nvidia1",modelName="NVIDIA H100 80GB HBM3",Hostname="box"\} 42'
+expect_match "DCGM utilisation from NVML" "$m" 'DCGM_FI_DEV_GPU_UTIL\{gpu="1",UUID="GPU-fa4e0000-0000-4000-8000-000000000001",pci_bus_id="00000000:18:00.0",device="nvidia1",modelName="NVIDIA H100 80GB HBM3",Hostname="box",DCGM_FI_DRIVER_VERSION="550.54.15-fake"\} 42'
 expect_match "framebuffer from NVML" "$m" 'DCGM_FI_DEV_FB_USED\{gpu="1",[^}]*\} 2048'
 expect_eq "MIG GPU has no DCGM_FI_DEV_GPU_UTIL" "$(grep -c 'DCGM_FI_DEV_GPU_UTIL{gpu="0"' <<<"$m")" 0
 # GPM (the fake reports GRAPHICS_UTIL 37.5 %): measured per MIG instance and per GPU
