@@ -147,7 +147,7 @@ check "apply a ClusterQueue of 600Mi" "$G" apply -f "$TMP/exact.yaml"
 curl -s -m 10 -o /dev/null -H "Authorization: Bearer $KEY" -H 'Content-Type: application/json' \
   -d '{"model":"pair-model","max_tokens":3,"messages":[{"role":"user","content":"hi"}]}' "$GPUAAS_SERVER/v1/chat/completions"
 out=$(metrics)
-nominal() { awk -v p="kueue_cluster_queue_nominal_quota{cohort=\"$3\",cluster_queue=\"$1\",flavor=\"h100\",resource=\"$2\"} " \
+nominal() { awk -v p="kueue_cluster_queue_nominal_quota{cohort=\"${3:-}\",cluster_queue=\"$1\",flavor=\"h100\",resource=\"$2\"} " \
   'index($0, p) == 1 {print $NF}' <<<"$out"; }
 expect_eq "600Mi of quota is 629145600 on /metrics" "$(nominal exact memory)" 629145600
 expect_eq "1500m is 1.5" "$(nominal exact cpu)" 1.5
