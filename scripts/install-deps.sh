@@ -13,6 +13,7 @@ PKGS=(
   bubblewrap                  # the pod sandbox (docs/security.md)
   chromium nodejs npm
   sqlite3 nginx-light wrk     # gateway: tests read usage records; bench/gateway.sh's reference proxy and load tool
+  prometheus                  # promtool: tests/integration/metrics_lint.sh lints /metrics (docs/operations.md)
 )
 
 missing=()

@@ -135,6 +135,7 @@ typedef struct gx_cq {
     int admitted_now;
     int64_t admitted_total, evicted_total;
     int64_t preempting_total;    /* workloads preempted by this queue's workloads */
+    json_t *counts;              /* admissions and evictions by label set (engine_counts.c) */
 } gx_cq;
 
 typedef struct gx_cohort {
@@ -421,6 +422,11 @@ int *gx_engine_queue_sorted(const gx_engine *e, int cq, int *n);
 void gx_engine_queue_position(const gx_engine *e, const gx_wl *w, int *pcq, int *plq);
 uint64_t gx_engine_queue_hash(const gx_wl *w);
 int gx_engine_queue_parked(const gx_cq *c);   /* pending workloads set aside (inadmissible) */
+/* engine_counts.c: Kueue's label sets of the admitted and evicted counters */
+void gx_engine_count_admit(gx_cq *cq, const gx_wl *w);
+void gx_engine_count_evict(gx_cq *cq, const gx_wl *w, const char *reason, int deactivated);
+void gx_engine_counts_view(const gx_cq *cq, json_t *o);
+void gx_engine_lq_inadmissible(const gx_engine *e, int *per_lq);
 static inline int gx_engine_queue_pending(const gx_cq *c) { return c->q.pending; }
 static inline int gx_engine_queue_active(const gx_cq *c) { return c->q.gheap_n > 0; }
 

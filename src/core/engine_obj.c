@@ -229,6 +229,7 @@ static void cq_free_spec(gx_cq *c)
     free(c->cohort_name);
     json_decref(c->manifest);
     json_decref(c->nssel.sel);
+    json_decref(c->counts);
     qs_free(&c->qs);
     free(c->res_rg);
 }
@@ -314,6 +315,8 @@ static int apply_cq(gx_engine *e, const json_t *obj, gx_err *err)
         c.admitted_total = o->admitted_total;
         c.evicted_total = o->evicted_total;
         c.preempting_total = o->preempting_total;
+        c.counts = o->counts;
+        o->counts = NULL;
         cq_free_spec(o);
     }
     c.node = -1;

@@ -93,6 +93,7 @@ void gx_engine_sched_admit(gx_engine *e, gx_wl *w, const gx_assign *a, int64_t n
     cq->adm[cq->adm_n++] = (int)(w - e->wls);
     cq->admitted_now++;
     cq->admitted_total++;
+    gx_engine_count_admit(cq, w);
     if (w->lq >= 0) e->lqs[w->lq].admitted_now++;
     if (w->s.max_exec_s > 0) { w->max_exec_tracked = 1; e->n_max_exec++; }
     if (emit) gx_engine_sched_act(e, GX_ACT_ADMIT, w, NULL, "Admitted", msg);

@@ -321,6 +321,7 @@ json_t *gx_engine_cluster_queues(const gx_engine *e)
         json_object_set_new(o, "pendingInadmissible", json_integer(parked));
         json_object_set_new(o, "preemptingTotal", json_integer(c->preempting_total));
         if (c->cohort_name) json_object_set_new(o, "cohort", json_string(c->cohort_name));
+        gx_engine_counts_view(c, o);
         if (!c->active && c->inactive_reason) json_object_set_new(o, "inactiveReason", json_string(c->inactive_reason));
         json_object_set_new(o, "fairSharingWeight", json_real((double)c->qs.fs_weight / 1000.0));
         json_object_set_new(o, "weightedShare", json_integer(gx_engine_fair_share_view(e, order[x])));
@@ -333,6 +334,8 @@ json_t *gx_engine_cluster_queues(const gx_engine *e)
 json_t *gx_engine_local_queues(const gx_engine *e, const char *const *namespaces, size_t n_ns)
 {
     int *pend = gx_xcalloc((size_t)(e->n_lq ? e->n_lq : 1), sizeof(int));
+    int *inad = gx_xcalloc((size_t)(e->n_lq ? e->n_lq : 1), sizeof(int));
+    gx_engine_lq_inadmissible(e, inad);
     int64_t *use = gx_xcalloc((size_t)(e->n_lq ? e->n_lq : 1) * (size_t)(e->res.n ? e->res.n : 1), sizeof(int64_t));
     for (int i = 0; i < e->n_wl; i++) {
         const gx_wl *w = &e->wls[i];
@@ -368,9 +371,11 @@ json_t *gx_engine_local_queues(const gx_engine *e, const char *const *namespaces
         json_array_append_new(a, json_pack("{s:s, s:s, s:s, s:i, s:i, s:o}", "namespace", l->ns, "name", l->name,
                                            "clusterQueue", l->cq_name, "pendingWorkloads", pend[i],
                                            "admittedWorkloads", l->admitted_now, "usage", u));
+        json_object_set_new(json_array_get(a, json_array_size(a) - 1), "pendingInadmissible", json_integer(inad[i]));
     }
     free(order);
     free(pend);
+    free(inad);
     free(use);
     return a;
 }

@@ -543,7 +543,7 @@ void gx_engine_wl_deactivate(gx_engine *e, gx_wl *w, const char *reason, char *m
         gx_engine_wl_set_cond(w, GX_C_QUOTA, 0, reason, NULL, now);
         gx_engine_wl_set_cond(w, GX_C_ADMITTED, 0, reason, NULL, now);
         gx_engine_wl_set_cond(w, GX_C_EVICTED, 1, reason, msg ? gx_xstrdup(msg) : NULL, now);
-        if (w->cq >= 0) e->cqs[w->cq].evicted_total++;
+        if (w->cq >= 0) { e->cqs[w->cq].evicted_total++; gx_engine_count_evict(&e->cqs[w->cq], w, reason, 1); }
         gx_engine_queue_wake_tree(e, w->cq);
     } else {
         gx_engine_queue_remove(e, w);
@@ -577,6 +577,7 @@ void gx_engine_wl_evict(gx_engine *e, gx_wl *w, const char *reason, char *msg, i
     w->why.kind = GX_WHY_QUEUED;
     if (w->cq >= 0) {
         e->cqs[w->cq].evicted_total++;
+        gx_engine_count_evict(&e->cqs[w->cq], w, reason, 0);
         gx_engine_queue_push(e, w->cq, (int)(w - e->wls));
     }
 }

@@ -199,11 +199,17 @@ static unsigned gi_label(const gx_gpu_inv *inv, const gx_gpu_dev *d, int m)
 
 /* ---- metrics ----------------------------------------------------------------------- */
 
-static void labels(const gx_gpu_dev *d, const char *node, char *out, size_t n)
+/* DCGM exporter's labels in its order (dcgm-exporter 4.x): gpu, UUID, pci_bus_id, device,
+ * modelName, then GPU_I_PROFILE and GPU_I_ID for MIG instance m (m < 0: the whole GPU),
+ * Hostname, DCGM_FI_DRIVER_VERSION ("" for a simulated GPU, which has no driver). */
+static void labels(const gx_gpu_inv *inv, const gx_gpu_dev *d, int m, char *out, size_t n)
 {
-    char m[160], h[160];
-    snprintf(out, n, "gpu=\"%d\",UUID=\"%s\",pci_bus_id=\"%s\",device=\"nvidia%d\",modelName=\"%s\",Hostname=\"%s\"",
-             d->index, d->uuid, d->pci_bus_id, d->index, gx_prom_label(d->product, m, sizeof m), gx_prom_label(node, h, sizeof h));
+    char mn[160], h[160], mig[160] = "";
+    if (m >= 0)
+        snprintf(mig, sizeof mig, ",GPU_I_PROFILE=\"%s\",GPU_I_ID=\"%u\"", d->mig[m].profile, gi_label(inv, d, m));
+    snprintf(out, n, "gpu=\"%d\",UUID=\"%s\",pci_bus_id=\"%s\",device=\"nvidia%d\",modelName=\"%s\"%s,Hostname=\"%s\","
+             "DCGM_FI_DRIVER_VERSION=\"%s\"", d->index, d->uuid, d->pci_bus_id, d->index, gx_prom_label(d->product, mn, sizeof mn), mig,
+             gx_prom_label(inv->nodes[d->node].name, h, sizeof h), inv->nvml ? gx_gpu_nvml_driver(inv->nvml) : "");
 }
 
 /* Allocation per namespace: each holder's share of its GPU (cores / 100), summed. */
@@ -263,7 +269,7 @@ char *gx_gpu_metrics(gx_gpu_rt *r, gx_engine *eng)
     for (int i = 0; i < inv->n_devs; i++) {
         const gx_gpu_dev *d = &inv->devs[i];
         if (d->util < 0 || d->mode == GX_SHARE_MIG) continue;   /* not reported for MIG, as DCGM */
-        labels(d, inv->nodes[d->node].name, l, sizeof l);
+        labels(inv, d, -1, l, sizeof l);
         gx_sbuf_printf(&o, "DCGM_FI_DEV_GPU_UTIL{%s} %d\n", l, d->util);
     }
     /* one family at a time: Prometheus wants each metric's samples together */
@@ -273,12 +279,13 @@ char *gx_gpu_metrics(gx_gpu_rt *r, gx_engine *eng)
         header(&o, fb[f][0], "gauge", fb[f][1]);
         for (int i = 0; i < inv->n_devs; i++) {
             const gx_gpu_dev *d = &inv->devs[i];
-            labels(d, inv->nodes[d->node].name, l, sizeof l);
+            labels(inv, d, -1, l, sizeof l);
             gx_sbuf_printf(&o, "%s{%s} %lld\n", fb[f][0], l, (long long)(f ? d->mem_mib - d->mem_used_mib : d->mem_used_mib));
-            for (int m = 0; m < d->n_mig; m++)
-                gx_sbuf_printf(&o, "%s{%s,GPU_I_PROFILE=\"%s\",GPU_I_ID=\"%u\"} %lld\n", fb[f][0], l, d->mig[m].profile,
-                               gi_label(inv, d, m),
-                    (long long)(f ? d->mig[m].mem_mib - d->mig[m].mem_used_mib : d->mig[m].mem_used_mib));
+            for (int m = 0; m < d->n_mig; m++) {
+                labels(inv, d, m, l, sizeof l);
+                gx_sbuf_printf(&o, "%s{%s} %lld\n", fb[f][0], l,
+                               (long long)(f ? d->mig[m].mem_mib - d->mig[m].mem_used_mib : d->mig[m].mem_used_mib));
+            }
         }
     }
     header(&o, "DCGM_FI_PROF_GR_ENGINE_ACTIVE", "gauge", "Ratio of time the graphics engine is active. source=\"gpm\": "
@@ -286,13 +293,14 @@ char *gx_gpu_metrics(gx_gpu_rt *r, gx_engine *eng)
                                                          "interval; source=\"estimate\": 1 while the MIG instance is held.");
     for (int i = 0; i < inv->n_devs; i++) {
         const gx_gpu_dev *d = &inv->devs[i];
-        labels(d, inv->nodes[d->node].name, l, sizeof l);
+        labels(inv, d, -1, l, sizeof l);
         if (!d->n_mig && d->gr_active >= 0)   /* a whole GPU: only when measured */
             gx_sbuf_printf(&o, "DCGM_FI_PROF_GR_ENGINE_ACTIVE{%s,source=\"gpm\"} %s\n", l, gx_num_fmt(d->gr_active / 100.0, nb, sizeof nb));
         for (int m = 0; m < d->n_mig; m++) {
             int measured = d->mig[m].gr_active >= 0;
-            gx_sbuf_printf(&o, "DCGM_FI_PROF_GR_ENGINE_ACTIVE{%s,GPU_I_PROFILE=\"%s\",GPU_I_ID=\"%u\",source=\"%s\"} %s\n", l,
-                           d->mig[m].profile, gi_label(inv, d, m), measured ? "gpm" : "estimate",
+            char lm[768];
+            labels(inv, d, m, lm, sizeof lm);
+            gx_sbuf_printf(&o, "DCGM_FI_PROF_GR_ENGINE_ACTIVE{%s,source=\"%s\"} %s\n", lm, measured ? "gpm" : "estimate",
                            gx_num_fmt(measured ? d->mig[m].gr_active / 100.0 : d->mig[m].mem_used_mib > 0 ? 1.0 : 0.0, nb, sizeof nb));
         }
     }
@@ -307,7 +315,7 @@ char *gx_gpu_metrics(gx_gpu_rt *r, gx_engine *eng)
         json_array_foreach(nodes, a, n) json_array_foreach(json_object_get(n, "gpus"), b, g) {
             gx_gpu_dev *d = gx_gpu_inventory_find(inv, json_string_value(json_object_get(g, "uuid")));
             if (!d) continue;
-            labels(d, inv->nodes[d->node].name, l, sizeof l);
+            labels(inv, d, -1, l, sizeof l);
             const json_t *sh = json_object_get(g, "sharing");
             long long used = sh ? json_integer_value(json_object_get(sh, "slotsUsed"))
                                 : json_array_size(json_object_get(g, "workloads")) > 0;

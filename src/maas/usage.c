@@ -36,8 +36,9 @@ static const double tok_b[] = {1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 2621
 
 typedef struct hist { uint64_t b[20]; uint64_t count; double sum; } hist;
 
-typedef struct series {     /* the histograms, by model and tier */
+typedef struct series {     /* the histograms, by model, tier and OpenTelemetry operation */
     char model[128], tier[64];
+    const char *op;            /* gen_ai.operation.name: chat, text_completion, embeddings */
     hist ttft, dur, tin, tout;
 } series;
 
@@ -87,12 +88,20 @@ void gx_maas_usage_free(gx_maas_usage *u)
     free(u);
 }
 
-static series *series_of(gx_maas_usage *u, const char *model, const char *tier)
+/* OpenTelemetry GenAI's gen_ai.operation.name for an endpoint of the OpenAI API. */
+static const char *operation_of(const char *endpoint)
 {
+    return !strcmp(endpoint, "chat/completions") ? "chat" : !strcmp(endpoint, "embeddings") ? "embeddings" : "text_completion";
+}
+
+static series *series_of(gx_maas_usage *u, const char *model, const char *tier, const char *endpoint)
+{
+    const char *op = operation_of(endpoint);
     for (size_t i = 0; i < u->ns; i++)
-        if (!strcmp(u->s[i].model, model) && !strcmp(u->s[i].tier, tier)) return &u->s[i];
+        if (!strcmp(u->s[i].model, model) && !strcmp(u->s[i].tier, tier) && u->s[i].op == op) return &u->s[i];
     if (u->ns == MAX_SERIES) return &u->s[MAX_SERIES - 1]; /* bounded cardinality */
     series *s = &u->s[u->ns++];
+    s->op = op;
     snprintf(s->model, sizeof s->model, "%s", model);
     snprintf(s->tier, sizeof s->tier, "%s", tier);
     return s;
@@ -144,7 +153,7 @@ static void pend(gx_maas_usage *u, const gx_maas_record *r)
 
 void gx_maas_usage_add(gx_maas_usage *u, const gx_maas_record *r)
 {
-    series *s = series_of(u, r->model, r->tier);
+    series *s = series_of(u, r->model, r->tier, r->endpoint);
     if (r->ttft_s >= 0) observe(&s->ttft, ttft_b, NT, r->ttft_s);
     observe(&s->dur, dur_b, ND, r->latency_s);
     if (r->prompt + r->completion > 0) {
@@ -372,7 +381,7 @@ char *gx_maas_usage_metrics(gx_maas_usage *u, char *text)
 {
     gx_sbuf o = {text, text ? strlen(text) : 0, text ? strlen(text) + 1 : 0};
     if (!o.p) { o.cap = 4096; o.p = gx_xcalloc(1, o.cap); }
-    char l[400];
+    char l[600];
     static const struct { const char *name, *help; size_t off; } lim[] = {
         {"authorized_calls", "Gateway requests admitted (Limitador's name)", offsetof(useries, calls)},
         {"limited_calls", "Gateway requests refused by a rate limit (429)", offsetof(useries, limited)},
@@ -385,26 +394,27 @@ char *gx_maas_usage_metrics(gx_maas_usage *u, char *text)
                            (unsigned long long)*(const uint64_t *)((const char *)s + lim[k].off));
         }
     }
-    gx_sbuf_printf(&o, "# HELP gen_ai_client_token_usage Tokens per request by type (OpenTelemetry GenAI)\n# TYPE gen_ai_client_token_usage histogram\n");
-    for (size_t i = 0; i < u->ns; i++) {
-        snprintf(l, sizeof l, "gen_ai_request_model=\"%s\",model=\"%s\",tier=\"%s\",gen_ai_token_type=\"input\"",
-                 u->s[i].model, u->s[i].model, u->s[i].tier);
-        hist_put(&o, "gen_ai_client_token_usage", l, &u->s[i].tin, tok_b, NK);
-        snprintf(l, sizeof l, "gen_ai_request_model=\"%s\",model=\"%s\",tier=\"%s\",gen_ai_token_type=\"output\"",
-                 u->s[i].model, u->s[i].model, u->s[i].tier);
-        hist_put(&o, "gen_ai_client_token_usage", l, &u->s[i].tout, tok_b, NK);
-    }
-    gx_sbuf_printf(&o, "# HELP gen_ai_server_time_to_first_token_seconds Time to the first byte of the answer\n"
-            "# TYPE gen_ai_server_time_to_first_token_seconds histogram\n");
-    for (size_t i = 0; i < u->ns; i++) {
-        snprintf(l, sizeof l, "model=\"%s\",tier=\"%s\"", u->s[i].model, u->s[i].tier);
-        hist_put(&o, "gen_ai_server_time_to_first_token_seconds", l, &u->s[i].ttft, ttft_b, NT);
-    }
-    gx_sbuf_printf(&o, "# HELP gen_ai_server_request_duration_seconds Request duration through the gateway\n"
-            "# TYPE gen_ai_server_request_duration_seconds histogram\n");
-    for (size_t i = 0; i < u->ns; i++) {
-        snprintf(l, sizeof l, "model=\"%s\",tier=\"%s\"", u->s[i].model, u->s[i].tier);
-        hist_put(&o, "gen_ai_server_request_duration_seconds", l, &u->s[i].dur, dur_b, ND);
+    /* OpenTelemetry GenAI's attributes in their Prometheus form (dots as underscores);
+     * model and tier stay for the dashboards written before them. The provider is
+     * "openai": the gateway speaks the OpenAI API to every upstream. */
+    static const struct { const char *name, *help; } fam[] = {
+        {"gen_ai_client_token_usage", "Tokens per request by type (OpenTelemetry GenAI gen_ai.client.token.usage)"},
+        {"gen_ai_server_time_to_first_token_seconds", "Time to the first byte of the answer (gen_ai.server.time_to_first_token)"},
+        {"gen_ai_server_request_duration_seconds", "Request duration through the gateway (gen_ai.server.request.duration)"}};
+    for (size_t f = 0; f < sizeof fam / sizeof fam[0]; f++) {
+        gx_sbuf_printf(&o, "# HELP %s %s\n# TYPE %s histogram\n", fam[f].name, fam[f].help, fam[f].name);
+        for (size_t i = 0; i < u->ns; i++) {
+            const series *s = &u->s[i];
+            int n = snprintf(l, sizeof l, "gen_ai_operation_name=\"%s\",gen_ai_provider_name=\"openai\",gen_ai_request_model=\"%s\","
+                             "model=\"%s\",tier=\"%s\"", s->op ? s->op : "chat", s->model, s->model, s->tier);
+            if (f == 1) hist_put(&o, fam[f].name, l, &s->ttft, ttft_b, NT);
+            if (f == 2) hist_put(&o, fam[f].name, l, &s->dur, dur_b, ND);
+            if (f) continue;
+            snprintf(l + n, sizeof l - (size_t)n, ",gen_ai_token_type=\"input\"");
+            hist_put(&o, fam[f].name, l, &s->tin, tok_b, NK);
+            snprintf(l + n, sizeof l - (size_t)n, ",gen_ai_token_type=\"output\"");
+            hist_put(&o, fam[f].name, l, &s->tout, tok_b, NK);
+        }
     }
     gx_sbuf_printf(&o, "# HELP gpuaas_gateway_usage_records_pending Usage records not yet written\n# TYPE gpuaas_gateway_usage_records_pending gauge\n"
             "gpuaas_gateway_usage_records_pending %zu\n", u->n);

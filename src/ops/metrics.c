@@ -25,14 +25,82 @@ static void header(gx_sbuf *o, const char *name, const char *type, const char *h
     gx_sbuf_printf(o, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
 }
 
+/* kueue_admitted_workloads_total{cluster_queue, priority_class} and
+ * kueue_evicted_workloads_total{cluster_queue, reason, underlying_cause, priority_class}
+ * as Kueue labels them; a queue that has seen none still has its unlabelled-by-class
+ * series at 0, so a dashboard's rate() starts from a sample. */
+static void admitted_evicted(gx_sbuf *o, const json_t *cqs)
+{
+    char b1[256], b2[256], b3[256], b4[256];
+    size_t i, k;
+    const json_t *cq, *c;
+    header(o, "kueue_admitted_workloads_total", "counter", "Workloads admitted since the daemon started, by priority class");
+    json_array_foreach(cqs, i, cq) {
+        const json_t *by = json_object_get(cq, "admittedByPriorityClass");
+        gx_prom_label(json_string_value(json_object_get(cq, "name")), b1, sizeof b1);
+        if (!json_array_size(by)) gx_sbuf_printf(o, "kueue_admitted_workloads_total{cluster_queue=\"%s\",priority_class=\"\"} 0\n", b1);
+        json_array_foreach(by, k, c)
+            gx_sbuf_printf(o, "kueue_admitted_workloads_total{cluster_queue=\"%s\",priority_class=\"%s\"} %lld\n", b1,
+                           gx_prom_label(json_string_value(json_object_get(c, "priorityClass")), b2, sizeof b2),
+                           (long long)json_integer_value(json_object_get(c, "count")));
+    }
+    header(o, "kueue_evicted_workloads_total", "counter",
+           "Workloads evicted since the daemon started, by reason (Preempted, Deactivated, ClusterQueueStopped, ...), "
+           "underlying cause and priority class");
+    json_array_foreach(cqs, i, cq) {
+        gx_prom_label(json_string_value(json_object_get(cq, "name")), b1, sizeof b1);
+        json_array_foreach(json_object_get(cq, "evictedByReason"), k, c)
+            gx_sbuf_printf(o, "kueue_evicted_workloads_total{cluster_queue=\"%s\",reason=\"%s\",underlying_cause=\"%s\","
+                           "priority_class=\"%s\"} %lld\n", b1,
+                           gx_prom_label(json_string_value(json_object_get(c, "reason")), b2, sizeof b2),
+                           gx_prom_label(json_string_value(json_object_get(c, "underlyingCause")), b3, sizeof b3),
+                           gx_prom_label(json_string_value(json_object_get(c, "priorityClass")), b4, sizeof b4),
+                           (long long)json_integer_value(json_object_get(c, "count")));
+    }
+}
+
+/* The quota and usage gauges, labelled {cohort, cluster_queue, flavor, resource} as Kueue
+ * does (cohort "" when the queue has none). Borrowing and lending limits are written only
+ * where the queue sets them, as Kueue. Usage and reservation are the same figure here: a
+ * workload holds its quota from admission to its end. */
+static void quota_series(gx_sbuf *o, const json_t *cqs)
+{
+    static const char *const per_res[][3] = {
+        {"kueue_cluster_queue_nominal_quota", "nominalQuota", "Nominal quota per ClusterQueue, flavor and resource"},
+        {"kueue_cluster_queue_borrowing_limit", "borrowingLimit", "Borrowing limit per ClusterQueue, flavor and resource"},
+        {"kueue_cluster_queue_lending_limit", "lendingLimit", "Lending limit per ClusterQueue, flavor and resource"},
+        {"kueue_cluster_queue_resource_usage", "usage", "Quota in use per ClusterQueue, flavor and resource"},
+        {"kueue_cluster_queue_resource_reservation", "usage", "Quota reserved per ClusterQueue, flavor and resource"},
+    };
+    char b0[256], b1[256], b2[256], b3[256], nb[GX_NUM_MAX];
+    size_t i, k;
+    const json_t *cq, *r;
+    for (size_t m = 0; m < sizeof per_res / sizeof per_res[0]; m++) {
+        header(o, per_res[m][0], "gauge", per_res[m][2]);
+        json_array_foreach(cqs, i, cq) {
+            const char *co = json_string_value(json_object_get(cq, "cohort"));
+            json_array_foreach(json_object_get(cq, "resources"), k, r) {
+                const json_t *v = json_object_get(r, per_res[m][1]);
+                if (!v) continue;
+                gx_sbuf_printf(o, "%s{cohort=\"%s\",cluster_queue=\"%s\",flavor=\"%s\",resource=\"%s\"} %s\n", per_res[m][0],
+                    gx_prom_label(co ? co : "", b0, sizeof b0),
+                    gx_prom_label(json_string_value(json_object_get(cq, "name")), b1, sizeof b1),
+                    gx_prom_label(json_string_value(json_object_get(r, "flavor")), b2, sizeof b2),
+                    gx_prom_label(json_string_value(json_object_get(r, "resource")), b3, sizeof b3),
+                    gx_num_fmt(qty(v), nb, sizeof nb));
+            }
+        }
+    }
+}
+
 char *gx_d_metrics(gx_daemon *d)
 {
     gx_sbuf o;
     gx_sbuf_init(&o);
     json_t *cqs = gx_engine_cluster_queues(d->eng);
-    char b1[256], b2[256], b3[256], nb[GX_NUM_MAX];
-    size_t i, k;
-    json_t *cq, *r;
+    char b1[256], b2[256];
+    size_t i;
+    json_t *cq;
 
     header(&o, "kueue_pending_workloads", "gauge", "Workloads waiting in each ClusterQueue");
     /* Kueue splits pending workloads into active (in the heap) and inadmissible (set
@@ -46,38 +114,25 @@ char *gx_d_metrics(gx_daemon *d)
             (long long)json_integer_value(inad));
     }
     /* One integer field of the ClusterQueue view per metric. */
-    static const char *const per_cq[][4] = {
-        {"kueue_admitted_active_workloads", "admittedWorkloads", "gauge", "Workloads holding quota in each ClusterQueue"},
-        {"kueue_admitted_workloads_total", "admittedTotal", "counter", "Workloads admitted since the daemon started"},
-        {"kueue_evicted_workloads_total", "evictedTotal", "counter", "Workloads evicted since the daemon started"},
-    };
-    for (size_t m = 0; m < sizeof per_cq / sizeof per_cq[0]; m++) {
-        header(&o, per_cq[m][0], per_cq[m][2], per_cq[m][3]);
-        json_array_foreach(cqs, i, cq)
-            gx_sbuf_printf(&o, "%s{cluster_queue=\"%s\"} %lld\n", per_cq[m][0],
-                gx_prom_label(json_string_value(json_object_get(cq, "name")), b1, sizeof b1),
-                (long long)json_integer_value(json_object_get(cq, per_cq[m][1])));
-    }
-    header(&o, "kueue_cluster_queue_status", "gauge", "1 when the ClusterQueue is active");
+    header(&o, "kueue_admitted_active_workloads", "gauge", "Workloads holding quota in each ClusterQueue");
     json_array_foreach(cqs, i, cq)
-        gx_sbuf_printf(&o, "kueue_cluster_queue_status{cluster_queue=\"%s\",status=\"active\"} %d\n",
+        gx_sbuf_printf(&o, "kueue_admitted_active_workloads{cluster_queue=\"%s\"} %lld\n",
             gx_prom_label(json_string_value(json_object_get(cq, "name")), b1, sizeof b1),
-            json_is_false(json_object_get(cq, "active")) ? 0 : 1);
-    const char *per_res[][3] = {
-        {"kueue_cluster_queue_resource_usage", "usage", "Quota in use per ClusterQueue, flavor and resource"},
-        {"kueue_cluster_queue_nominal_quota", "nominalQuota", "Nominal quota per ClusterQueue, flavor and resource"},
-    };
-    for (int m = 0; m < 2; m++) {
-        header(&o, per_res[m][0], "gauge", per_res[m][2]);
-        json_array_foreach(cqs, i, cq) {
-            json_array_foreach(json_object_get(cq, "resources"), k, r)
-                gx_sbuf_printf(&o, "%s{cluster_queue=\"%s\",flavor=\"%s\",resource=\"%s\"} %s\n", per_res[m][0],
-                    gx_prom_label(json_string_value(json_object_get(cq, "name")), b1, sizeof b1),
-                    gx_prom_label(json_string_value(json_object_get(r, "flavor")), b2, sizeof b2),
-                    gx_prom_label(json_string_value(json_object_get(r, "resource")), b3, sizeof b3),
-                    gx_num_fmt(qty(json_object_get(r, per_res[m][1])), nb, sizeof nb));
-        }
+            (long long)json_integer_value(json_object_get(cq, "admittedWorkloads")));
+    admitted_evicted(&o, cqs);
+    /* Kueue writes every status of every ClusterQueue, 1 for the one it is in: pending
+     * (stopped, a flavor missing), active, terminating (gpuaas deletes at once or refuses
+     * while workloads remain, so never terminating). */
+    header(&o, "kueue_cluster_queue_status", "gauge", "Each ClusterQueue's status: 1 for the one it is in (pending, active or terminating)");
+    json_array_foreach(cqs, i, cq) {
+        static const char *const st[] = {"pending", "active", "terminating"};
+        int active = !json_is_false(json_object_get(cq, "active"));
+        gx_prom_label(json_string_value(json_object_get(cq, "name")), b1, sizeof b1);
+        for (int s = 0; s < 3; s++)
+            gx_sbuf_printf(&o, "kueue_cluster_queue_status{cluster_queue=\"%s\",status=\"%s\"} %d\n", b1, st[s],
+                           s == 0 ? !active : s == 1 ? active : 0);
     }
+    quota_series(&o, cqs);
     header(&o, "kueue_cluster_queue_weighted_share", "gauge", "Fair sharing: the ClusterQueue's weighted dominant resource share");
     json_array_foreach(cqs, i, cq)
         gx_sbuf_printf(&o, "kueue_cluster_queue_weighted_share{cluster_queue=\"%s\"} %lld\n",
@@ -86,12 +141,17 @@ char *gx_d_metrics(gx_daemon *d)
     json_decref(cqs);
 
     json_t *lqs = gx_engine_local_queues(d->eng, NULL, 0);
-    header(&o, "kueue_local_queue_pending_workloads", "gauge", "Workloads waiting in each LocalQueue");
-    json_array_foreach(lqs, i, cq)
-        gx_sbuf_printf(&o, "kueue_local_queue_pending_workloads{name=\"%s\",namespace=\"%s\",status=\"active\"} %lld\n",
-            gx_prom_label(json_string_value(json_object_get(cq, "name")), b1, sizeof b1),
-            gx_prom_label(json_string_value(json_object_get(cq, "namespace")), b2, sizeof b2),
-            (long long)json_integer_value(json_object_get(cq, "pendingWorkloads")));
+    header(&o, "kueue_local_queue_pending_workloads", "gauge", "Workloads waiting in each LocalQueue, active or inadmissible");
+    json_array_foreach(lqs, i, cq) {
+        long long pend = (long long)json_integer_value(json_object_get(cq, "pendingWorkloads"));
+        long long inad = (long long)json_integer_value(json_object_get(cq, "pendingInadmissible"));
+        gx_prom_label(json_string_value(json_object_get(cq, "name")), b1, sizeof b1);
+        gx_prom_label(json_string_value(json_object_get(cq, "namespace")), b2, sizeof b2);
+        gx_sbuf_printf(&o, "kueue_local_queue_pending_workloads{name=\"%s\",namespace=\"%s\",status=\"active\"} %lld\n", b1, b2,
+                       pend - inad);
+        gx_sbuf_printf(&o, "kueue_local_queue_pending_workloads{name=\"%s\",namespace=\"%s\",status=\"inadmissible\"} %lld\n", b1,
+                       b2, inad);
+    }
     header(&o, "kueue_local_queue_admitted_active_workloads", "gauge", "Workloads holding quota in each LocalQueue");
     json_array_foreach(lqs, i, cq)
         gx_sbuf_printf(&o, "kueue_local_queue_admitted_active_workloads{name=\"%s\",namespace=\"%s\"} %lld\n",

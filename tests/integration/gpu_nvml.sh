@@ -102,7 +102,7 @@ expect_eq "memory used" "$(jq -r '.items[1].memoryUsedMiB' <<<"$gj")" 2048
 expect_eq "utilisation" "$(jq -r '.items[1].utilization' <<<"$gj")" 42
 expect_eq "no utilisation on the MIG GPU" "$(jq -r '.items[0].utilization' <<<"$gj")" null
 m=$(curl -s "$GPUAAS_SERVER/metrics")
-expect_match "DCGM utilisation from NVML" "$m" 'DCGM_FI_DEV_GPU_UTIL\{gpu="1",UUID="GPU-fa4e0000-0000-4000-8000-000000000001",pci_bus_id="00000000:18:00.0",device="nvidia1",modelName="NVIDIA H100 80GB HBM3",Hostname="box"\} 42'
+expect_match "DCGM utilisation from NVML" "$m" 'DCGM_FI_DEV_GPU_UTIL\{gpu="1",UUID="GPU-fa4e0000-0000-4000-8000-000000000001",pci_bus_id="00000000:18:00.0",device="nvidia1",modelName="NVIDIA H100 80GB HBM3",Hostname="box",DCGM_FI_DRIVER_VERSION="550.54.15-fake"\} 42'
 expect_match "framebuffer from NVML" "$m" 'DCGM_FI_DEV_FB_USED\{gpu="1",[^}]*\} 2048'
 expect_eq "MIG GPU has no DCGM_FI_DEV_GPU_UTIL" "$(grep -c 'DCGM_FI_DEV_GPU_UTIL{gpu="0"' <<<"$m")" 0
 # GPM (the fake reports GRAPHICS_UTIL 37.5 %): measured per MIG instance and per GPU
@@ -110,7 +110,7 @@ gpm_seen() { curl -s "$GPUAAS_SERVER/metrics" | grep -q "$1"; }
 wait_gpm() { for _ in $(seq 1 50); do gpm_seen "$1" && return 0; sleep 0.1; done; return 1; }
 # GPU_I_ID is the GPU instance id NVML reports (the fake numbers instances from 1, as NVML does)
 check "GR_ENGINE_ACTIVE measured by GPM for a MIG instance" \
-  wait_gpm 'DCGM_FI_PROF_GR_ENGINE_ACTIVE{gpu="0",[^}]*GPU_I_PROFILE="3g.20gb",GPU_I_ID="1",source="gpm"} 0.375'
+  wait_gpm 'DCGM_FI_PROF_GR_ENGINE_ACTIVE{gpu="0",[^}]*GPU_I_PROFILE="3g.20gb",GPU_I_ID="1",Hostname="box",DCGM_FI_DRIVER_VERSION="550.54.15-fake",source="gpm"} 0.375'
 check "and for a whole GPU" wait_gpm 'DCGM_FI_PROF_GR_ENGINE_ACTIVE{gpu="1",[^}]*source="gpm"} 0.375'
 expect_eq "gpus -o json shows it" "$("$G" gpus -o json | jq -r '.items[0].migDevices[0].grEngineActive')" 37.5
 
@@ -129,7 +129,7 @@ stop_daemon
 FAKE_NVML_GPM= start_at "$(nvml_config nogpm nvml "$FAKE")" data-nogpm || fail "start without GPM"
 unset_gpm_metrics=$(curl -s "$GPUAAS_SERVER/metrics")
 expect_match "no GPM: the MIG estimate says so" "$unset_gpm_metrics" \
-  'DCGM_FI_PROF_GR_ENGINE_ACTIVE\{gpu="0",[^}]*GPU_I_PROFILE="3g.20gb",GPU_I_ID="1",source="estimate"\} 0'
+  'DCGM_FI_PROF_GR_ENGINE_ACTIVE\{gpu="0",[^}]*GPU_I_PROFILE="3g.20gb",GPU_I_ID="1",Hostname="box",DCGM_FI_DRIVER_VERSION="550.54.15-fake",source="estimate"\} 0'
 expect_eq "no GPM: no whole-GPU line" "$(grep -c 'DCGM_FI_PROF_GR_ENGINE_ACTIVE{gpu="1"' <<<"$unset_gpm_metrics")" 0
 stop_daemon
 : > "$TMP/serve.log"

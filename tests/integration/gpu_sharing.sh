@@ -139,8 +139,8 @@ expect_match "the GPU shows the allocation" "$("$G" gpus)" "fractional-node .* f
 
 # --- metrics and history
 m=$(curl -s "$GPUAAS_SERVER/metrics")
-expect_match "DCGM utilisation with its labels" "$m" 'DCGM_FI_DEV_GPU_UTIL\{gpu="0",UUID="GPU-[0-9a-f-]+",pci_bus_id="[0-9A-F:.]+",device="nvidia0",modelName="L4",Hostname="time-sliced-node"\} 0'
-expect_match "framebuffer used per MIG instance" "$m" 'DCGM_FI_DEV_FB_USED\{[^}]*GPU_I_PROFILE="3g.40gb",GPU_I_ID="3"\} 40192'
+expect_match "DCGM utilisation with its labels" "$m" 'DCGM_FI_DEV_GPU_UTIL\{gpu="0",UUID="GPU-[0-9a-f-]+",pci_bus_id="[0-9A-F:.]+",device="nvidia0",modelName="L4",Hostname="time-sliced-node",DCGM_FI_DRIVER_VERSION=""\} 0'
+expect_match "framebuffer used per MIG instance" "$m" 'DCGM_FI_DEV_FB_USED\{[^}]*GPU_I_PROFILE="3g.40gb",GPU_I_ID="3",Hostname="[^"]+",DCGM_FI_DRIVER_VERSION=""\} 40192'
 expect_match "MIG engine activity" "$m" 'DCGM_FI_PROF_GR_ENGINE_ACTIVE\{[^}]*GPU_I_PROFILE="3g.40gb"[^}]*\} 1'
 expect_match "allocation per namespace" "$m" 'gpuaas_namespace_gpu_allocated\{namespace="team-a"\}'
 uuid=$(jq -r '.items[] | select(.node=="mps-node") | .uuid' <<<"$gj")

@@ -147,11 +147,11 @@ check "apply a ClusterQueue of 600Mi" "$G" apply -f "$TMP/exact.yaml"
 curl -s -m 10 -o /dev/null -H "Authorization: Bearer $KEY" -H 'Content-Type: application/json' \
   -d '{"model":"pair-model","max_tokens":3,"messages":[{"role":"user","content":"hi"}]}' "$GPUAAS_SERVER/v1/chat/completions"
 out=$(metrics)
-nominal() { awk -v p="kueue_cluster_queue_nominal_quota{cluster_queue=\"$1\",flavor=\"h100\",resource=\"$2\"} " \
+nominal() { awk -v p="kueue_cluster_queue_nominal_quota{cohort=\"${3:-}\",cluster_queue=\"$1\",flavor=\"h100\",resource=\"$2\"} " \
   'index($0, p) == 1 {print $NF}' <<<"$out"; }
 expect_eq "600Mi of quota is 629145600 on /metrics" "$(nominal exact memory)" 629145600
 expect_eq "1500m is 1.5" "$(nominal exact cpu)" 1.5
-expect_eq "128Gi is 137438953472" "$(nominal team-a memory)" 137438953472
+expect_eq "128Gi is 137438953472" "$(nominal team-a memory lab)" 137438953472
 expect_match "token histogram bounds are whole numbers: 1048576" \
   "$(grep -c '^gen_ai_client_token_usage_bucket{.*gen_ai_token_type="input",le="1048576"} ' <<<"$out")" '^[1-9]'
 expect_match "and 4194304" "$(grep -c '^gen_ai_client_token_usage_bucket{.*,le="4194304"} ' <<<"$out")" '^[1-9]'

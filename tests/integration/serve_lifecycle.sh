@@ -38,8 +38,8 @@ expect_match "queues shows team-a" "$("$G" queues 2>&1)" "team-a"
 expect_match "gpus lists both GPUs" "$("$G" gpus 2>&1)" "demo-node +1 +H100-80GB"
 expect_eq "gpus -o json has both UUIDs" "$("$G" gpus -o json | jq -r '[.. | .uuid? // empty] | unique | length')" 2
 metrics=$(curl -s "$GPUAAS_SERVER/metrics")
-expect_match "metrics count the admission" "$metrics" 'kueue_admitted_workloads_total\{cluster_queue="team-a"\} 1'
-expect_match "metrics show usage gauge" "$metrics" 'kueue_cluster_queue_resource_usage\{cluster_queue="team-a",flavor="h100",resource="nvidia.com/gpu"\}'
+expect_match "metrics count the admission" "$metrics" 'kueue_admitted_workloads_total\{cluster_queue="team-a",priority_class=""\} 1'
+expect_match "metrics show usage gauge" "$metrics" 'kueue_cluster_queue_resource_usage\{cohort="[^"]*",cluster_queue="team-a",flavor="h100",resource="nvidia.com/gpu"\}'
 expect_match "metrics show pending gauge" "$metrics" 'kueue_pending_workloads\{cluster_queue="team-b",status="active"\} 0'
 
 # logs -f follows until the workload ends
