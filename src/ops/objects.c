@@ -224,6 +224,8 @@ static void add_warnings(const gx_yaml_docs *docs, json_t *result)
     }
     if (json_array_size(w)) json_object_set_new(result, "warnings", w);
     else json_decref(w);
+}
+
 static int is_list(const json_t *doc)
 {
     return json_is_object(doc) && !strcmp(json_string_value(json_object_get(doc, "kind")) ?: "", "List") &&
