@@ -64,7 +64,7 @@ sharing:
 YAML
 out=$("$G" serve --config "$(sharing_config bad "$TMP/bad-dp.yaml")" 2>&1); rc=$?
 expect_eq "bad device-plugin config refuses to start" "$rc" 2
-expect_match "and says where and why" "$out" "bad-dp.yaml:6: sharing.mps.resources\[0\].replicas: replicas must be at least 1 \(got 0\)"
+expect_match "and says where and why" "$out" "bad-dp.yaml:6: sharing.mps.resources\[0\].replicas: replicas must be >= 2 \(got 0\)"
 
 # --- every mode on simulated nodes
 start_daemon "$(sharing_config good)" || { fail "daemon start"; finish; exit 1; }

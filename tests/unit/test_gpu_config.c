@@ -81,7 +81,7 @@ Test(gpu_config, mistakes_are_named)
     cr_assert(strstr(e.msg, "simulated, nvml or auto"), "%s", e.msg);
     gx_config_free(&c);
     cr_assert_eq(load("  devicePlugin: bad.yaml\n", &c, &e), -1);
-    cr_assert(strstr(e.msg, "bad.yaml:6: sharing.timeSlicing.resources[0].replicas: replicas must be at least 1"),
+    cr_assert(strstr(e.msg, "bad.yaml:6: sharing.timeSlicing.resources[0].replicas: replicas must be >= 2 (got 0)"),
               "%s", e.msg);
     gx_config_free(&c);
     cr_assert_eq(load("  devicePlugin: {default: nope, configs: {ts: ts.yaml}}\n", &c, &e), -1);
@@ -127,7 +127,7 @@ Test(gpu_config, long_input_is_refused_not_cut)
     cr_assert_eq(system(cmd), 0);
     snprintf(text, sizeof text, "  devicePlugin: %s/bad.yaml\n", sub);
     cr_assert_eq(load(text, &c, &e), -1);
-    const char *want = "sharing.timeSlicing.resources[0].replicas: replicas must be at least 1 (got 0)";
+    const char *want = "sharing.timeSlicing.resources[0].replicas: replicas must be >= 2 (got 0)";
     size_t ml = strlen(e.msg), wl = strlen(want);
     cr_assert(ml >= wl && !strcmp(e.msg + ml - wl, want), "the message was cut: %s", e.msg);
     cr_assert(strstr(e.msg, "bad.yaml:6: "), "%s", e.msg);

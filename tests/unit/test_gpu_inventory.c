@@ -138,7 +138,7 @@ Test(gpu_inventory, bad_configs_say_why)
     open_fails("kind: Node\nmetadata:\n  name: x\n  labels: {nvidia.com/device-plugin.config: ts}\nspec:\n"
                "  gpus: [{model: L4, sharing: fractional}]\n", TS, "fractional in the Node file and time-slicing");
     open_fails("kind: Node\nmetadata:\n  name: x\n  labels: {nvidia.com/device-plugin.config: ts}\nspec:\n  gpus: [{model: L4}]\n",
-               "version: v1\nsharing:\n  timeSlicing:\n    resources: [{name: nvidia.com/gpu, replicas: 0}]\n", "at least 1");
+               "version: v1\nsharing:\n  timeSlicing:\n    resources: [{name: nvidia.com/gpu, replicas: 0}]\n", "must be >= 2");
     open_fails("kind: Node\nmetadata:\n  name: x\n  labels: {nvidia.com/mig.config: too-big}\nspec:\n  gpus: [{model: H100-80GB}, {model: H100-80GB}]\n",
                TS, "8 compute slices");
     open_fails("kind: Node\nmetadata: {name: x}\nspec:\n  gpus: [{model: L4, sharing: mps}]\n", TS, "not a mode on its own");
