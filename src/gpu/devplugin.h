@@ -80,11 +80,12 @@ const char *gx_gpu_dp_strategy_name(int strategy);
 
 /* Every config of `doc`: the GPU Operator's ConfigMap (apiVersion: v1, kind: ConfigMap,
  * data: {KEY: "<config YAML>"}), each entry checked, or one plain config (kept under the
- * key "default"). Returns {KEY: parsed config} (new reference) and the default key in
- * def: `want` when given (it must be a key), else as the plugin's config manager falls
- * back: the entry named "default", else the only entry, else "" (no default). NULL with
- * err (field data.KEY... for an entry) when something is wrong. */
-json_t *gx_gpu_dp_configs(const json_t *doc, const char *want, char *def, size_t n, gx_err *err);
+ * key "default"). Returns {KEY: parsed config} (new reference) and in def the key nodes
+ * without the nvidia.com/device-plugin.config label use when the file names none, as the
+ * plugin's config manager falls back: the entry named "default", else the only entry, else
+ * "" (none). NULL with err when something is wrong: an entry's error has the field
+ * data.KEY and its own field and line in the message. */
+json_t *gx_gpu_dp_configs(const json_t *doc, char *def, size_t n, gx_err *err);
 int gx_gpu_dp_is_configmap(const json_t *doc);
 
 #endif

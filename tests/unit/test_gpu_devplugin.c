@@ -200,3 +200,90 @@ Test(gpu_devplugin, rename_is_a_resource_name)
                        "    - {name: nvidia.com/gpu, replicas: 2, rename: nvidia.com/gpu.small}\n", &c, &e), 0, "%s", e.msg);
     cr_assert_str_eq(gx_gpu_dp_offered(&c, &c.res[0], buf, sizeof buf), "nvidia.com/gpu.small");
 }
+
+/* The GPU Operator's ConfigMaps, as its time-slicing docs write them. */
+#define CM_ALL "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: time-slicing-config-all\ndata:\n  any: |-\n" \
+    "    version: v1\n    flags:\n      migStrategy: none\n    sharing:\n      timeSlicing:\n        resources:\n" \
+    "        - name: nvidia.com/gpu\n          replicas: 4\n"
+#define CM_FINE "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: time-slicing-config-fine\n  namespace: gpu-operator\n" \
+    "data:\n  a100-40gb: |-\n    version: v1\n    flags:\n      migStrategy: mixed\n    sharing:\n      timeSlicing:\n" \
+    "        resources:\n        - name: nvidia.com/gpu\n          replicas: 8\n        - name: nvidia.com/mig-1g.5gb\n" \
+    "          replicas: 2\n        - name: nvidia.com/mig-2g.10gb\n          replicas: 2\n" \
+    "  tesla-t4: |-\n    version: v1\n    flags:\n      migStrategy: none\n    sharing:\n      timeSlicing:\n" \
+    "        resources:\n        - name: nvidia.com/gpu\n          replicas: 4\n"
+
+static json_t *configs(const char *y, char *def, gx_err *e)
+{
+    gx_yaml_docs d;
+    gx_err_clear(e);
+    cr_assert_eq(gx_yaml_parse(y, strlen(y), &d, e), 0, "%s", e->msg);
+    json_t *all = gx_gpu_dp_configs(d.docs[0], def, 64, e);
+    gx_yaml_docs_free(&d);
+    return all;
+}
+
+Test(gpu_devplugin, gpu_operator_configmap_is_read_as_is)
+{
+    gx_err e;
+    char def[64];
+    gx_dp_config c;
+    json_t *all = configs(CM_ALL, def, &e);
+    cr_assert(all, "%s: %s", e.field, e.msg);
+    cr_assert_eq(json_object_size(all), 1);
+    cr_assert_str_eq(def, "any", "the only entry is the default");
+    cr_assert_eq(gx_gpu_dp_parse(json_object_get(all, "any"), &c, &e), 0, "%s", e.msg);
+    cr_assert_eq(c.strategy, GX_DP_TIMESLICING);
+    cr_assert_eq(c.res[0].replicas, 4);
+    json_decref(all);
+
+    all = configs(CM_FINE, def, &e);
+    cr_assert(all, "%s: %s", e.field, e.msg);
+    cr_assert_eq(json_object_size(all), 2);
+    cr_assert_str_eq(def, "", "two entries, none named default: no default");
+    cr_assert_eq(gx_gpu_dp_parse(json_object_get(all, "a100-40gb"), &c, &e), 0, "%s", e.msg);
+    cr_assert_eq(c.n_res, 3);
+    cr_assert_str_eq(c.mig_strategy, "mixed");
+    json_decref(all);
+
+    /* an entry named default is the default, as the plugin's config manager falls back */
+    all = configs("apiVersion: v1\nkind: ConfigMap\ndata:\n  default: 'version: v1'\n"
+                  "  mps-4: |\n    version: v1\n    sharing: {mps: {resources: [{name: nvidia.com/gpu, replicas: 4}]}}\n",
+                  def, &e);
+    cr_assert(all, "%s: %s", e.field, e.msg);
+    cr_assert_str_eq(def, "default");
+    json_decref(all);
+
+    /* a plain config is one entry named default, as before */
+    all = configs("version: v1\nsharing:\n  timeSlicing:\n    resources: [{name: nvidia.com/gpu, replicas: 2}]\n", def, &e);
+    cr_assert(all && json_object_get(all, "default"));
+    cr_assert_str_eq(def, "default");
+    json_decref(all);
+}
+
+Test(gpu_devplugin, bad_configmaps_name_the_entry)
+{
+    gx_err e;
+    char def[64];
+    cr_assert_null(configs("apiVersion: v1\nkind: ConfigMap\ndata:\n  any: |-\n    version: v1\n    sharing:\n"
+                           "      timeSlicing:\n        resources:\n        - {name: nvidia.com/gpu, replicas: 1}\n", def, &e));
+    cr_assert_str_eq(e.field, "data.any");
+    cr_assert(strstr(e.msg, "sharing.timeSlicing.resources[0].replicas (line 5 of the entry): replicas must be >= 2"),
+              "%s", e.msg);
+    cr_assert_null(configs("apiVersion: v1\nkind: ConfigMap\ndata: {}\n", def, &e));
+    cr_assert_str_eq(e.field, "data");
+    cr_assert_null(configs("apiVersion: v1\nkind: ConfigMap\ndata:\n  any: {version: v1}\n", def, &e));
+    cr_assert_str_eq(e.field, "data.any");
+    cr_assert(strstr(e.msg, "as text"), "%s", e.msg);
+    cr_assert_null(configs("apiVersion: v1\nkind: ConfigMap\ndata:\n  a b: 'version: v1'\n", def, &e));
+    cr_assert_str_eq(e.field, "data.a b");
+    cr_assert_null(configs("apiVersion: v2\nkind: ConfigMap\ndata:\n  any: 'version: v1'\n", def, &e));
+    cr_assert_str_eq(e.field, "apiVersion");
+    cr_assert_null(configs("apiVersion: v1\nkind: ConfigMap\ndata:\n  any: 'version: v1'\nspec: {}\n", def, &e));
+    cr_assert_str_eq(e.field, "spec");
+    cr_assert_null(configs("apiVersion: v1\nkind: ConfigMap\ndata:\n  any: \"version: v1\\n---\\nversion: v1\\n\"\n", def, &e));
+    cr_assert(strstr(e.msg, "one device-plugin config"), "%s", e.msg);
+    cr_assert_null(configs("apiVersion: v1\nkind: ConfigMap\ndata:\n  any: \"a: [\"\n", def, &e));
+    cr_assert_str_eq(e.field, "data.any");
+    cr_assert(strstr(e.msg, "of the entry"), "%s", e.msg);
+}
+
