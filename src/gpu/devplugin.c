@@ -5,8 +5,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "core/share.h"
 #include "gpu/devplugin.h"
 #include "lib/k8sname.h"
+
+/* what the sharing model can hold is what the config may ask for */
+_Static_assert(GX_DP_MAX_REPLICAS == GX_SHARE_MAX_REPLICAS, "time-slicing cap differs from the sharing model's");
 
 const char *gx_gpu_dp_strategy_name(int strategy)
 {

@@ -27,7 +27,7 @@
 #define GX_DP_MAX_RES 8
 #define GX_DP_MAX_DEVS 16
 #define GX_DP_MPS_MAX_CLIENTS 48  /* the plugin's maxClients() for compute capability >= 7.5 */
-#define GX_DP_MAX_REPLICAS 64     /* time-slicing: the plugin has no cap; ours (docs/gpu-sharing.md) */
+#define GX_DP_MAX_REPLICAS 1024   /* time-slicing: the plugin has no cap; GX_SHARE_MAX_REPLICAS (docs/gpu-sharing.md) */
 
 enum { GX_DP_DEV_INDEX = 1, GX_DP_DEV_MIG_INDEX, GX_DP_DEV_UUID };
 

@@ -287,3 +287,18 @@ Test(gpu_devplugin, bad_configmaps_name_the_entry)
     cr_assert(strstr(e.msg, "of the entry"), "%s", e.msg);
 }
 
+/* Time-slicing has no cap in the plugin; gpuaas capped it at 64. Now up to 1024
+ * (GX_DP_MAX_REPLICAS, docs/gpu-sharing.md), refused above with the field named. */
+Test(gpu_devplugin, time_slicing_past_64_replicas)
+{
+    gx_dp_config c;
+    gx_err e;
+    cr_assert_eq(parse("version: v1\nsharing:\n  timeSlicing:\n    resources: [{name: nvidia.com/gpu, replicas: 300}]\n", &c, &e), 0,
+                 "%s", e.msg);
+    cr_assert_eq(c.res[0].replicas, 300);
+    cr_assert_eq(parse("version: v1\nsharing:\n  timeSlicing:\n    resources: [{name: nvidia.com/gpu, replicas: 1024}]\n", &c, &e), 0,
+                 "%s", e.msg);
+    cr_assert_eq(parse("version: v1\nsharing:\n  timeSlicing:\n    resources: [{name: nvidia.com/gpu, replicas: 1025}]\n", &c, &e), -1);
+    cr_assert_str_eq(e.field, "sharing.timeSlicing.resources[0].replicas");
+    cr_assert(strstr(e.msg, "time-slicing allows at most 1024 replicas per device (got 1025)"), "%s", e.msg);
+}
