@@ -187,14 +187,71 @@ static json_t *load_doc(const char *path, int (*check)(const json_t *, gx_err *)
     return doc;
 }
 
+/* A device-plugin file: one config, or the GPU Operator's ConfigMap of them. */
 static int dp_check(const json_t *doc, gx_err *err)
 {
+    char def[64];
+    json_t *all = gx_gpu_dp_configs(doc, def, sizeof def, err);
+    json_decref(all);
+    return all ? 0 : -1;
+}
+
+/* A file under devicePlugin.configs: one config (a ConfigMap already names its configs). */
+static int dp_check_one(const json_t *doc, gx_err *err)
+{
     gx_dp_config c;
+    if (gx_gpu_dp_is_configmap(doc))
+        return gx_errf(err, 422, "kind", "a ConfigMap of configs goes in inventory.devicePlugin as FILE or "
+                       "{file: FILE, default: KEY}, not under configs");
     return gx_gpu_dp_parse(doc, &c, err);
 }
 
+/* inventory.devicePlugin: FILE | {file: FILE, default: KEY} | {default: KEY, configs: {KEY: FILE}}.
+ * FILE is one device-plugin config (its key is "default") or the GPU Operator's ConfigMap;
+ * without a default the ConfigMap's is picked as the plugin's config manager picks it. */
+static int device_plugin(gx_config *c, const json_t *v, const char *dir, gx_err *err)
+{
+    const json_t *cfgs = json_is_object(v) ? json_object_get(v, "configs") : NULL;
+    const char *file = json_is_string(v) ? json_string_value(v) : json_string_value(json_object_get(v, "file"));
+    const json_t *dj = json_is_object(v) ? json_object_get(v, "default") : NULL;
+    char p[PATH_MAX], def[64] = "";
+    if ((!file && !json_is_object(cfgs)) || (file && cfgs))
+        return gx_errf(err, 422, "inventory.devicePlugin", "must be a file, {file: FILE, default: KEY}, or "
+                       "{default: KEY, configs: {KEY: file}}");
+    if (dj && (!json_is_string(dj) || json_string_length(dj) >= sizeof def))
+        return gx_errf(err, 422, "inventory.devicePlugin.default", "must be the name of a config (at most %zu characters)",
+                       sizeof def - 1);
+    if (file) {
+        if (resolve(p, sizeof p, dir, file, "inventory.devicePlugin", err)) return -1;
+        json_t *doc = load_doc(p, dp_check, err);
+        if (!doc) return -1;
+        c->device_plugin = gx_gpu_dp_configs(doc, def, sizeof def, err);   /* checked by load_doc */
+        json_decref(doc);
+        if (!c->device_plugin) return -1;
+    } else {
+        const char *k;
+        json_t *x;
+        c->device_plugin = json_object();
+        json_object_foreach((json_t *)cfgs, k, x) {
+            if (!json_is_string(x)) return gx_errf(err, 422, "inventory.devicePlugin.configs", "%s: must be a file", k);
+            if (resolve(p, sizeof p, dir, json_string_value(x), "inventory.devicePlugin.configs", err)) return -1;
+            json_t *doc = load_doc(p, dp_check_one, err);
+            if (!doc) return -1;
+            json_object_set_new(c->device_plugin, k, doc);
+        }
+    }
+    if (dj) {
+        const char *want = json_string_value(dj);
+        if (*want && !json_object_get(c->device_plugin, want))
+            return gx_errf(err, 422, "inventory.devicePlugin.default", "\"%s\" is not one of the configs", want);
+        snprintf(def, sizeof def, "%s", want);
+    }
+    snprintf(c->device_plugin_default, sizeof c->device_plugin_default, "%s", def);
+    return 0;
+}
+
 /* inventory.{nvmlLibrary, devicePlugin, migConfig, mpsRoot, placementPolicy} (docs/gpu-sharing.md).
- * devicePlugin: FILE | {default: KEY, configs: {KEY: FILE}}; migConfig: FILE | {file, default}. */
+ * devicePlugin: see device_plugin(); migConfig: FILE | {file, default}. */
 static int gpu_settings(gx_config *c, const json_t *inv, const char *dir, gx_err *err)
 {
     static const char *known[] = {"source", "nodes", "nvmlLibrary", "devicePlugin", "migConfig", "mpsRoot",
@@ -229,29 +286,7 @@ static int gpu_settings(gx_config *c, const json_t *inv, const char *dir, gx_err
             return gx_errf(err, 422, "inventory.placementPolicy", "must be one of %s", gx_place_policy_names());
         snprintf(c->placement_policy, sizeof c->placement_policy, "%s", json_string_value(v));
     }
-    if ((v = json_object_get(inv, "devicePlugin"))) {
-        const json_t *cfgs = json_is_object(v) ? json_object_get(v, "configs") : NULL;
-        const char *def = json_is_object(v) ? json_string_value(json_object_get(v, "default")) : "default";
-        if (!json_is_string(v) && !json_is_object(cfgs))
-            return gx_errf(err, 422, "inventory.devicePlugin", "must be a file, or {default: KEY, configs: {KEY: file}}");
-        c->device_plugin = json_object();
-        if (json_is_string(v)) {
-            if (resolve(p, sizeof p, dir, json_string_value(v), "inventory.devicePlugin", err)) return -1;
-            json_t *doc = load_doc(p, dp_check, err);
-            if (!doc) return -1;
-            json_object_set_new(c->device_plugin, "default", doc);
-        }
-        json_object_foreach((json_t *)cfgs, k, v) {
-            if (!json_is_string(v)) return gx_errf(err, 422, "inventory.devicePlugin.configs", "%s: must be a file", k);
-            if (resolve(p, sizeof p, dir, json_string_value(v), "inventory.devicePlugin.configs", err)) return -1;
-            json_t *doc = load_doc(p, dp_check, err);
-            if (!doc) return -1;
-            json_object_set_new(c->device_plugin, k, doc);
-        }
-        if (def && *def && !json_object_get(c->device_plugin, def))
-            return gx_errf(err, 422, "inventory.devicePlugin.default", "\"%s\" is not one of the configs", def);
-        snprintf(c->device_plugin_default, sizeof c->device_plugin_default, "%s", def ? def : "");
-    }
+    if ((v = json_object_get(inv, "devicePlugin")) && device_plugin(c, v, dir, err)) return -1;
     if ((v = json_object_get(inv, "migConfig"))) {
         const char *file = json_is_string(v) ? json_string_value(v) : json_string_value(json_object_get(v, "file"));
         const char *def = json_is_object(v) ? json_string_value(json_object_get(v, "default")) : NULL;

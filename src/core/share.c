@@ -22,7 +22,19 @@ int gx_share_mode_parse(const char *s, gx_share_mode *m)
     return -1;
 }
 
-static int popcount64(uint64_t x) { return __builtin_popcountll(x); }
+static int bits_count(const gx_share_bits *b)
+{
+    int c = 0;
+    for (size_t i = 0; i < sizeof b->w / sizeof b->w[0]; i++) c += __builtin_popcountll(b->w[i]);
+    return c;
+}
+static int bits_test(const gx_share_bits *b, int r) { return (int)(b->w[r / 64] >> (r % 64)) & 1; }
+static void bits_put(gx_share_bits *b, int r, int on)
+{
+    uint64_t m = UINT64_C(1) << (r % 64);
+    if (on) b->w[r / 64] |= m;
+    else b->w[r / 64] &= ~m;
+}
 
 static int replicated(const gx_share_gpu *g)
 {
@@ -35,7 +47,7 @@ void gx_share_node_reset(gx_share_node *n)
     n->n_allocs = 0;
     for (int i = 0; i < n->n_gpus; i++) {
         gx_share_gpu *g = &n->gpu[i];
-        g->used = 0;
+        memset(&g->used, 0, sizeof g->used);
         if (g->replicas < 1) g->replicas = 1;
         if (g->replicas > GX_SHARE_MAX_REPLICAS) g->replicas = GX_SHARE_MAX_REPLICAS;
         if (!g->resource[0]) snprintf(g->resource, sizeof g->resource, "nvidia.com/gpu");
@@ -44,7 +56,7 @@ void gx_share_node_reset(gx_share_node *n)
         if (g->n_mig > GX_SHARE_MAX_MIG) g->n_mig = GX_SHARE_MAX_MIG;
         for (int m = 0; m < g->n_mig; m++) {
             gx_share_mig *d = &g->mig[m];
-            d->used = 0;
+            memset(&d->used, 0, sizeof d->used);
             if (d->replicas < 1) d->replicas = 1;
             if (d->replicas > GX_SHARE_MAX_REPLICAS) d->replicas = GX_SHARE_MAX_REPLICAS;
             if (!d->resource[0]) snprintf(d->resource, sizeof d->resource, "nvidia.com/mig-%s", d->profile);
@@ -70,13 +82,13 @@ int gx_share_offered(const gx_share_node *n, const char *res, int *used)
             for (int m = 0; m < g->n_mig; m++)
                 if (!strcmp(g->mig[m].resource, res)) {
                     total += g->mig[m].replicas;
-                    u += popcount64(g->mig[m].used);
+                    u += bits_count(&g->mig[m].used);
                 }
         } else if (g->mode == GX_SHARE_FRACTIONAL) {
             if (!strcmp(res, "nvidia.com/gpu")) { total++; u += g->cores_free < 100 || g->mem_free < g->mem_mib; }
         } else if (!strcmp(g->resource, res)) {
             total += g->replicas;
-            u += popcount64(g->used);
+            u += bits_count(&g->used);
         }
     }
     if (used) *used = u;
@@ -91,10 +103,10 @@ typedef struct cand {
     int left;                    /* replicas left on the device after taking one */
 } cand;
 
-static int first_free(uint64_t used, int replicas)
+static int first_free(const gx_share_bits *used, int replicas)
 {
     for (int r = 0; r < replicas; r++)
-        if (!(used & (UINT64_C(1) << r))) return r;
+        if (!bits_test(used, r)) return r;
     return -1;
 }
 
@@ -138,24 +150,25 @@ static int plain_cands(const gx_share_node *n, const gx_share_req *req, cand *ou
             for (int m = 0; m < g->n_mig; m++) {
                 const gx_share_mig *d = &g->mig[m];
                 if (strcmp(d->resource, req->resource)) continue;
-                int r = first_free(d->used, d->replicas);
+                int r = first_free(&d->used, d->replicas);
                 if (r < 0) continue;
                 if (d->replicas > 1 && g->fail_gt1 && req->count > 1) { (*blocked)++; continue; }
-                int left = d->replicas - popcount64(d->used) - 1;
-                out[nc++] = (cand){i, m, d->replicas > 1 ? r : -1, d->used ? 0 : 1, left};
+                int taken = bits_count(&d->used), left = d->replicas - taken - 1;
+                out[nc++] = (cand){i, m, d->replicas > 1 ? r : -1, taken ? 0 : 1, left};
             }
         } else if (g->mode == GX_SHARE_FRACTIONAL) {
             if (strcmp(req->resource, "nvidia.com/gpu")) continue;
             if (g->cores_free == 100 && g->mem_free == g->mem_mib) out[nc++] = (cand){i, -1, -1, 3, 0};
         } else if (!strcmp(g->resource, req->resource)) {
             if (g->mode == GX_SHARE_EXCLUSIVE || g->replicas == 1) {
-                if (!g->used) out[nc++] = (cand){i, -1, replicated(g) ? 0 : -1, 2, 0};
+                if (!bits_count(&g->used)) out[nc++] = (cand){i, -1, replicated(g) ? 0 : -1, 2, 0};
                 continue;
             }
-            int r = first_free(g->used, g->replicas);
+            int r = first_free(&g->used, g->replicas);
             if (r < 0) continue;
             if (g->fail_gt1 && req->count > 1) { (*blocked)++; continue; }
-            out[nc++] = (cand){i, -1, r, g->used ? 0 : 1, g->replicas - popcount64(g->used) - 1};
+            int taken = bits_count(&g->used);
+            out[nc++] = (cand){i, -1, r, taken ? 0 : 1, g->replicas - taken - 1};
         }
     }
     return nc;
@@ -373,7 +386,7 @@ int gx_share_choose(gx_place_ctx *cx, gx_share_node *const *nodes, int count,
 
 /* ---- commit and release --------------------------------------------------------------- */
 
-static uint64_t *replica_bits(gx_share_node *n, const gx_share_dev *d, int *replicas)
+static gx_share_bits *replica_bits(gx_share_node *n, const gx_share_dev *d, int *replicas)
 {
     gx_share_gpu *g = &n->gpu[d->gpu];
     if (d->mig >= 0) { *replicas = g->mig[d->mig].replicas; return &g->mig[d->mig].used; }
@@ -398,9 +411,7 @@ static int dev_free(gx_share_node *n, const gx_share_dev *d)
     if (g->mode == GX_SHARE_FRACTIONAL && d->mig < 0)
         return d->cores > 0 && d->mem_mib >= 0 && g->cores_free >= d->cores && g->mem_free >= d->mem_mib;
     int reps;
-    uint64_t *bits = replica_bits(n, d, &reps);
-    int bit = d->replica >= 0 ? d->replica : 0;
-    return !(*bits & (UINT64_C(1) << bit));
+    return !bits_test(replica_bits(n, d, &reps), d->replica >= 0 ? d->replica : 0);
 }
 
 static void dev_apply(gx_share_node *n, const gx_share_dev *d, int sign)
@@ -412,10 +423,7 @@ static void dev_apply(gx_share_node *n, const gx_share_dev *d, int sign)
         return;
     }
     int reps;
-    uint64_t *bits = replica_bits(n, d, &reps);
-    uint64_t bit = UINT64_C(1) << (d->replica >= 0 ? d->replica : 0);
-    if (sign > 0) *bits |= bit;
-    else *bits &= ~bit;
+    bits_put(replica_bits(n, d, &reps), d->replica >= 0 ? d->replica : 0, sign > 0);
 }
 
 int gx_share_commit(gx_share_node *n, int64_t owner, const gx_share_pick *p)
@@ -473,7 +481,7 @@ void gx_share_gpu_usage(const gx_share_node *n, int gi, gx_share_usage *u)
     case GX_SHARE_MIG:
         for (int m = 0; m < g->n_mig; m++) {
             const gx_share_mig *d = &g->mig[m];
-            int used = popcount64(d->used);
+            int used = bits_count(&d->used);
             u->slots_used += used;
             u->slots_total += d->replicas;
             u->mem_alloc_mib += d->mem_mib * used / d->replicas;
@@ -481,7 +489,7 @@ void gx_share_gpu_usage(const gx_share_node *n, int gi, gx_share_usage *u)
         }
         break;
     default:
-        u->slots_used = popcount64(g->used);
+        u->slots_used = bits_count(&g->used);
         u->slots_total = g->replicas;
         u->mem_alloc_mib = g->mem_mib * u->slots_used / g->replicas;
         u->cores_alloc = 100 * u->slots_used / g->replicas;

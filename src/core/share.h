@@ -27,7 +27,7 @@
 
 #define GX_SHARE_MAX_GPUS GX_PLACE_MAX_GPUS
 #define GX_SHARE_MAX_MIG 7
-#define GX_SHARE_MAX_REPLICAS 64
+#define GX_SHARE_MAX_REPLICAS 1024   /* per device: far above use (the device plugin has no cap) */
 #define GX_SHARE_MAX_ALLOCS 1024   /* allocations per node */
 
 typedef enum gx_share_mode {
@@ -41,6 +41,9 @@ typedef enum gx_share_mode {
 const char *gx_share_mode_name(gx_share_mode m);   /* "exclusive", "timeSlicing", ... */
 int gx_share_mode_parse(const char *s, gx_share_mode *m);   /* -1 when unknown */
 
+/* Which replicas of a device are taken: one bit per replica. */
+typedef struct gx_share_bits { uint64_t w[GX_SHARE_MAX_REPLICAS / 64]; } gx_share_bits;
+
 typedef struct gx_share_mig {
     char profile[24];            /* "1g.10gb" */
     char resource[64];           /* offered as: nvidia.com/mig-1g.10gb (or a time-sliced name) */
@@ -48,7 +51,7 @@ typedef struct gx_share_mig {
     int64_t mem_mib;
     int start, size;             /* memory slices */
     int replicas;                /* time-slicing of the MIG device; 1 = not shared */
-    uint64_t used;               /* bit per replica taken */
+    gx_share_bits used;          /* bit per replica taken */
 } gx_share_mig;
 
 typedef struct gx_share_gpu {
@@ -58,7 +61,7 @@ typedef struct gx_share_gpu {
     char resource[64];           /* exclusive/timeSlicing/mps: nvidia.com/gpu or .shared */
     int replicas;                /* timeSlicing / mps; 1 otherwise */
     int fail_gt1;                /* failRequestsGreaterThanOne */
-    uint64_t used;               /* exclusive: bit 0; replicas: bit per replica */
+    gx_share_bits used;          /* exclusive: bit 0; replicas: bit per replica */
     int n_mig;
     gx_share_mig mig[GX_SHARE_MAX_MIG];
     int cores_free;              /* fractional: percent */

@@ -257,7 +257,7 @@ static int resolve_dev(gx_gpu_inv *inv, gx_gpu_dev *d, const gx_dp_config *dp, g
             }
             if (!strcmp(strategy, "single")) snprintf(res, sizeof res, "nvidia.com/gpu");
             else snprintf(res, sizeof res, "nvidia.com/mig-%s", o->profile);
-            const gx_dp_resource *r = gx_gpu_dp_for(dp, res, d->index, d->uuid);
+            const gx_dp_resource *r = gx_gpu_dp_for_mig(dp, res, d->index, d->uuid, m, o->uuid);
             o->replicas = r ? r->replicas : 1;
             if (r) gx_gpu_dp_offered(dp, r, o->resource, sizeof o->resource);
             else snprintf(o->resource, sizeof o->resource, "%s", res);

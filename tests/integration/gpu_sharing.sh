@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # GPU sharing end to end, on a machine without a GPU: simulated nodes of every mode
-# (examples/sharing), the device-plugin and mig-parted files read unchanged, MPS control
-# daemons, pod environments, placement with reasons, `gpuaas gpus`, /metrics, the
-# utilisation history and `gpuaas gpus mig apply`. Fakes stand in for what needs a GPU:
+# (examples/sharing), the device-plugin files (single configs and the GPU Operator's
+# ConfigMap) and mig-parted files read unchanged, MPS control daemons, pod environments,
+# placement with reasons, `gpuaas gpus`, /metrics, the utilisation history and `gpuaas gpus mig apply`. Fakes stand in for what needs a GPU:
 # tests/fakes/nvml/nvidia-cuda-mps-control (a script recording the MPS commands) is put
 # first on PATH; gpu_nvml.sh covers the fake libnvidia-ml.so.1.
 source "$(dirname "$0")/lib.sh"
@@ -10,8 +10,9 @@ G=$GPUAAS_BIN
 EX=$ROOT/examples/sharing
 export PATH="$ROOT/tests/fakes/nvml:$PATH"
 
-sharing_config() {   # sharing_config NAME [DEVICE-PLUGIN FILE for mps-4]
+sharing_config() {   # sharing_config NAME [DEVICE-PLUGIN FILE for mps-4] [devicePlugin VALUE]
   local dp=${2:-$EX/mps.yaml}
+  local dpv=${3:-"{configs: {time-slicing-4: $EX/time-slicing.yaml, mps-4: $dp}}"}
   cat > "$TMP/$1.yaml" <<YAML
 apiVersion: gpuaas.dev/v1alpha1
 kind: ServerConfig
@@ -20,8 +21,7 @@ dataDir: $TMP/data
 inventory:
   source: simulated
   nodes: $EX/nodes.yaml
-  devicePlugin:
-    configs: {time-slicing-4: $EX/time-slicing.yaml, mps-4: $dp}
+  devicePlugin: $dpv
   migConfig: $EX/mig-parted.yaml
 manifests: [$EX/queues.yaml]
 $(run_section)
@@ -64,10 +64,29 @@ sharing:
 YAML
 out=$("$G" serve --config "$(sharing_config bad "$TMP/bad-dp.yaml")" 2>&1); rc=$?
 expect_eq "bad device-plugin config refuses to start" "$rc" 2
-expect_match "and says where and why" "$out" "bad-dp.yaml:6: sharing.mps.resources\[0\].replicas: replicas must be at least 1 \(got 0\)"
+expect_match "and says where and why" "$out" "bad-dp.yaml:6: sharing.mps.resources\[0\].replicas: replicas must be >= 2 \(got 0\)"
 
-# --- every mode on simulated nodes
-start_daemon "$(sharing_config good)" || { fail "daemon start"; finish; exit 1; }
+# --- the GPU Operator's ConfigMap is read as is: a bad entry names the file, the entry and its line
+cat > "$TMP/bad-cm.yaml" <<'YAML'
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: time-slicing-config-all, namespace: gpu-operator}
+data:
+  any: |-
+    version: v1
+    sharing:
+      timeSlicing:
+        resources:
+        - name: nvidia.com/gpu
+          replicas: 1
+YAML
+out=$("$G" serve --config "$(sharing_config bad-cm-server "" "{file: $TMP/bad-cm.yaml, default: any}")" 2>&1); rc=$?
+expect_eq "a bad ConfigMap entry refuses to start" "$rc" 2
+expect_match "naming the entry and its line" "$out" \
+  "bad-cm.yaml:5: data.any: sharing.timeSlicing.resources\[0\].replicas \(line 6 of the entry\): replicas must be >= 2 \(got 1\)"
+
+# --- every mode on simulated nodes, the device-plugin configs from the GPU Operator's ConfigMap
+start_daemon "$(sharing_config good "" "$EX/device-plugin-configmap.yaml")" || { fail "daemon start"; finish; exit 1; }
 expect_match "an MPS control daemon per MPS GPU" "$(cat "$TMP/serve.log")" "mps: GPU 0 \(GPU-[0-9a-f-]+\): control daemon running"
 gj=$("$G" gpus -o json)
 expect_eq "seven GPUs" "$(jq '.items | length' <<<"$gj")" 7

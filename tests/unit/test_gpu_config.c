@@ -81,7 +81,7 @@ Test(gpu_config, mistakes_are_named)
     cr_assert(strstr(e.msg, "simulated, nvml or auto"), "%s", e.msg);
     gx_config_free(&c);
     cr_assert_eq(load("  devicePlugin: bad.yaml\n", &c, &e), -1);
-    cr_assert(strstr(e.msg, "bad.yaml:6: sharing.timeSlicing.resources[0].replicas: replicas must be at least 1"),
+    cr_assert(strstr(e.msg, "bad.yaml:6: sharing.timeSlicing.resources[0].replicas: replicas must be >= 2 (got 0)"),
               "%s", e.msg);
     gx_config_free(&c);
     cr_assert_eq(load("  devicePlugin: {default: nope, configs: {ts: ts.yaml}}\n", &c, &e), -1);
@@ -127,7 +127,7 @@ Test(gpu_config, long_input_is_refused_not_cut)
     cr_assert_eq(system(cmd), 0);
     snprintf(text, sizeof text, "  devicePlugin: %s/bad.yaml\n", sub);
     cr_assert_eq(load(text, &c, &e), -1);
-    const char *want = "sharing.timeSlicing.resources[0].replicas: replicas must be at least 1 (got 0)";
+    const char *want = "sharing.timeSlicing.resources[0].replicas: replicas must be >= 2 (got 0)";
     size_t ml = strlen(e.msg), wl = strlen(want);
     cr_assert(ml >= wl && !strcmp(e.msg + ml - wl, want), "the message was cut: %s", e.msg);
     cr_assert(strstr(e.msg, "bad.yaml:6: "), "%s", e.msg);
@@ -141,5 +141,54 @@ Test(gpu_config, long_input_is_refused_not_cut)
     put("longkey.yaml", text);
     cr_assert_eq(load("  devicePlugin: longkey.yaml\n", &c, &e), -1);
     cr_assert(strstr(e.msg, "longkey.yaml:4: sharing.timeSlicing: unknown field"), "%s", e.msg);
+    gx_config_free(&c);
+}
+
+/* The GPU Operator's ConfigMap of device-plugin configs, as its docs write it, is read as
+ * is: its entries are the configs, the default as the Operator's devicePlugin.config.default
+ * ({file, default}) or, without one, as the plugin's config manager falls back. */
+Test(gpu_config, gpu_operator_configmap)
+{
+    gx_config c;
+    gx_err e;
+    put("cm-all.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: time-slicing-config-all\ndata:\n  any: |-\n"
+        "    version: v1\n    flags:\n      migStrategy: none\n    sharing:\n      timeSlicing:\n        resources:\n"
+        "        - name: nvidia.com/gpu\n          replicas: 4\n");
+    put("cm-fine.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: time-slicing-config-fine\ndata:\n"
+        "  a100-40gb: |-\n    version: v1\n    sharing:\n      timeSlicing:\n        resources:\n"
+        "        - name: nvidia.com/gpu\n          replicas: 8\n"
+        "  tesla-t4: |-\n    version: v1\n    sharing:\n      timeSlicing:\n        resources:\n"
+        "        - name: nvidia.com/gpu\n          replicas: 4\n");
+    cr_assert_eq(load("  devicePlugin: cm-all.yaml\n", &c, &e), 0, "%s", e.msg);
+    cr_assert(json_object_get(c.device_plugin, "any"));
+    cr_assert_str_eq(c.device_plugin_default, "any", "one entry: every node's default");
+    gx_config_free(&c);
+    cr_assert_eq(load("  devicePlugin: {file: cm-fine.yaml, default: tesla-t4}\n", &c, &e), 0, "%s", e.msg);
+    cr_assert_eq(json_object_size(c.device_plugin), 2);
+    cr_assert_str_eq(c.device_plugin_default, "tesla-t4");
+    gx_config_free(&c);
+    cr_assert_eq(load("  devicePlugin: cm-fine.yaml\n", &c, &e), 0, "%s", e.msg);
+    cr_assert_str_eq(c.device_plugin_default, "", "two entries, none named default: only labelled nodes share");
+    gx_config_free(&c);
+    cr_assert_eq(load("  devicePlugin: {file: ts.yaml, default: default}\n", &c, &e), 0, "%s", e.msg);
+    cr_assert_str_eq(c.device_plugin_default, "default");
+    gx_config_free(&c);
+
+    cr_assert_eq(load("  devicePlugin: {file: cm-fine.yaml, default: h100}\n", &c, &e), -1);
+    cr_assert_str_eq(e.field, "inventory.devicePlugin.default");
+    cr_assert(strstr(e.msg, "\"h100\" is not one of the configs"), "%s", e.msg);
+    gx_config_free(&c);
+    cr_assert_eq(load("  devicePlugin: {file: cm-fine.yaml, configs: {ts: ts.yaml}}\n", &c, &e), -1);
+    cr_assert_str_eq(e.field, "inventory.devicePlugin");
+    gx_config_free(&c);
+    cr_assert_eq(load("  devicePlugin: {configs: {all: cm-all.yaml}}\n", &c, &e), -1);
+    cr_assert(strstr(e.msg, "cm-all.yaml:2: kind: a ConfigMap of configs goes in inventory.devicePlugin"), "%s", e.msg);
+    gx_config_free(&c);
+    put("cm-bad.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: bad\ndata:\n  any: |-\n"
+        "    version: v1\n    sharing:\n      timeSlicing:\n        resources:\n        - name: nvidia.com/gpu\n"
+        "          replicas: 1\n");
+    cr_assert_eq(load("  devicePlugin: cm-bad.yaml\n", &c, &e), -1);
+    cr_assert(strstr(e.msg, "cm-bad.yaml:6: data.any: sharing.timeSlicing.resources[0].replicas (line 6 of the entry): "
+                     "replicas must be >= 2 (got 1)"), "%s", e.msg);
     gx_config_free(&c);
 }

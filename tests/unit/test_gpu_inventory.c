@@ -138,7 +138,7 @@ Test(gpu_inventory, bad_configs_say_why)
     open_fails("kind: Node\nmetadata:\n  name: x\n  labels: {nvidia.com/device-plugin.config: ts}\nspec:\n"
                "  gpus: [{model: L4, sharing: fractional}]\n", TS, "fractional in the Node file and time-slicing");
     open_fails("kind: Node\nmetadata:\n  name: x\n  labels: {nvidia.com/device-plugin.config: ts}\nspec:\n  gpus: [{model: L4}]\n",
-               "version: v1\nsharing:\n  timeSlicing:\n    resources: [{name: nvidia.com/gpu, replicas: 0}]\n", "at least 1");
+               "version: v1\nsharing:\n  timeSlicing:\n    resources: [{name: nvidia.com/gpu, replicas: 0}]\n", "must be >= 2");
     open_fails("kind: Node\nmetadata:\n  name: x\n  labels: {nvidia.com/mig.config: too-big}\nspec:\n  gpus: [{model: H100-80GB}, {model: H100-80GB}]\n",
                TS, "8 compute slices");
     open_fails("kind: Node\nmetadata: {name: x}\nspec:\n  gpus: [{model: L4, sharing: mps}]\n", TS, "not a mode on its own");
@@ -309,4 +309,31 @@ Test(gpu_inventory, mig_strategy_mixed_and_none)
     cr_assert_eq(offered(inv, "nvidia.com/mig-3g.40gb"), 0);
     cr_assert_eq(offered(inv, "nvidia.com/gpu"), 1);
     gx_gpu_inventory_free(inv);
+}
+
+/* A MIG index ("1:M") in devices replicates MIG device M of GPU 1 only (it was ignored:
+ * no MIG device was replicated); the other 1g.10gb device of that GPU stays whole. */
+Test(gpu_inventory, mig_index_selects_one_mig_device)
+{
+    fixture f;
+    setup_cfg(&f, NODE, TS);
+    gx_err e;
+    gx_gpu_inv *inv = gx_gpu_inventory_open(&f.cfg, &e);
+    cr_assert(inv, "%s", e.msg);
+    int small[2], ns = 0;
+    for (int m = 0; m < inv->devs[1].n_mig && ns < 2; m++)
+        if (!strcmp(inv->devs[1].mig[m].profile, "1g.10gb")) small[ns++] = m;
+    cr_assert_eq(ns, 2);
+    gx_gpu_inventory_free(inv);
+    teardown_cfg(&f);
+    char ts[512];
+    snprintf(ts, sizeof ts, "version: v1\nsharing:\n  timeSlicing:\n    resources:\n"
+             "    - {name: nvidia.com/mig-1g.10gb, replicas: 3, devices: [\"1:%d\"]}\n", small[1]);
+    setup_cfg(&f, NODE, ts);
+    inv = gx_gpu_inventory_open(&f.cfg, &e);
+    cr_assert(inv, "%s", e.msg);
+    cr_assert_eq(inv->devs[1].mig[small[1]].replicas, 3, "1:%d is replicated", small[1]);
+    cr_assert_eq(inv->devs[1].mig[small[0]].replicas, 1, "1:%d is not listed", small[0]);
+    gx_gpu_inventory_free(inv);
+    teardown_cfg(&f);
 }

@@ -260,3 +260,37 @@ Test(share, modes_by_name)
     cr_assert_str_eq(gx_share_mode_name(GX_SHARE_FRACTIONAL), "fractional");
     cr_assert_eq(gx_share_mode_parse("bogus", &m), -1);
 }
+
+/* Time-slicing has no cap in the device plugin; here a device takes up to
+ * GX_SHARE_MAX_REPLICAS (1024) replicas, each its own (the model was capped at 64). */
+Test(share, time_slicing_far_past_64_replicas)
+{
+    gx_share_node *n = new_node();
+    gpu(n, 0, GX_SHARE_TIMESLICING, 300, 81920);
+    gx_share_node_reset(n);
+    cr_assert_eq(n->gpu[0].replicas, 300);
+    cr_assert_eq(gx_share_offered(n, "nvidia.com/gpu", NULL), 300);
+    gx_share_req r = R("nvidia.com/gpu", 1, 0, 0);
+    gx_share_pick p;
+    char why[256];
+    for (int k = 0; k < 300; k++) {
+        cr_assert(gx_share_fit(n, &r, &p, why, sizeof why), "replica %d: %s", k, why);
+        cr_assert_eq(p.dev[0].replica, k);
+        cr_assert_eq(gx_share_commit(n, 1000 + k, &p), 0);
+    }
+    int used = 0;
+    cr_assert_eq(gx_share_offered(n, "nvidia.com/gpu", &used), 300);
+    cr_assert_eq(used, 300);
+    cr_assert_not(gx_share_fit(n, &r, &p, why, sizeof why), "all 300 taken");
+    cr_assert_eq(gx_share_release(n, 1000 + 200), 1);
+    cr_assert(gx_share_fit(n, &r, &p, why, sizeof why), "%s", why);
+    cr_assert_eq(p.dev[0].replica, 200, "the freed replica is the one taken next");
+    gx_share_usage u;
+    gx_share_gpu_usage(n, 0, &u);
+    cr_assert_eq(u.slots_used, 299);
+    cr_assert_eq(u.slots_total, 300);
+    gpu(n, 0, GX_SHARE_TIMESLICING, GX_SHARE_MAX_REPLICAS + 5, 81920);
+    gx_share_node_reset(n);
+    cr_assert_eq(n->gpu[0].replicas, GX_SHARE_MAX_REPLICAS, "clamped at the model's limit");
+    free(n);
+}
