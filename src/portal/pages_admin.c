@@ -62,7 +62,7 @@ static void users_section(gx_portal_ctx *c, gx_sbuf *b)
     gx_sbuf_puts(b, "</tbody></table><h3>New user</h3><form method=\"post\" action=\"/ui/admin/create\" class=\"stack narrow\">");
     gx_portal_csrf_field(c, b);
     gx_sbuf_puts(b, "<label for=\"nu-name\">User name</label><input id=\"nu-name\" name=\"user\" required maxlength=\"63\" "
-                     "pattern=\"[a-z0-9]([-a-z0-9]*[a-z0-9])?\" aria-describedby=\"nu-h\">"
+                     "pattern=\"[a-z0-9]([\\-a-z0-9]*[a-z0-9])?\" aria-describedby=\"nu-h\">"
                      "<p class=\"help\" id=\"nu-h\">Lowercase letters, digits and '-'.</p>"
                      "<label for=\"nu-ns\">Namespaces (comma-separated)</label><input id=\"nu-ns\" name=\"namespaces\" maxlength=\"1000\">"
                      "<label for=\"nu-pw\">Password (optional; 8 characters or more)</label>"

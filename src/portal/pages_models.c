@@ -115,7 +115,7 @@ static void keys(gx_sbuf *b, const json_t *tiers)
     gx_sbuf_puts(b, "<section id=\"keys\" hidden><h2>Your API keys</h2>");
     if (json_object_size(tiers)) {
         gx_sbuf_puts(b, "<form id=\"key-form\" class=\"inline-form\"><label for=\"key-name\">Name</label>"
-                         "<input id=\"key-name\" name=\"name\" required maxlength=\"63\" pattern=\"[a-z0-9]([-a-z0-9]*[a-z0-9])?\" placeholder=\"laptop\">"
+                         "<input id=\"key-name\" name=\"name\" required maxlength=\"63\" pattern=\"[a-z0-9]([\\-a-z0-9]*[a-z0-9])?\" placeholder=\"laptop\">"
                          "<label for=\"key-tier\">Tier</label><select id=\"key-tier\" name=\"tier\">");
         const char *t;
         const json_t *ns;

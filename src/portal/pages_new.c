@@ -109,8 +109,10 @@ static void attrs(gx_sbuf *b, const json_t *s, const char *type, int required)
     if (a) gx_portal_putf(b, " minlength=\"%lld\"", (long long)json_integer_value(a));
     gx_portal_putf(b, " maxlength=\"%lld\"", z ? (long long)json_integer_value(z) : (long long)GX_PORTAL_TPL_MAX_STRING);
     const char *pat = json_string_value(json_object_get(s, "pattern"));
-    /* HTML's pattern must match the whole value; ours is anchored by the author */
-    if (pat) gx_portal_putf(b, " pattern=\"%H\"", pat);
+    /* HTML's pattern must match the whole value; ours is anchored by the author. It is
+     * translated to the browser's `v`-flag syntax (or left out: the server checks anyway) */
+    char hp[2 * GX_PORTAL_TPL_MAX_STRING + 64];
+    if (pat && !gx_portal_html_pattern(pat, hp, sizeof hp)) gx_portal_putf(b, " pattern=\"%H\"", hp);
     const char *ph = json_string_value(json_object_get(s, "ui:placeholder"));
     if (ph) gx_portal_putf(b, " placeholder=\"%H\"", ph);
     if (required) gx_sbuf_puts(b, " required");

@@ -345,3 +345,25 @@ Test(portal_models, only_models_of_the_users_tiers)
     json_decref(tiers);
     json_decref(models);
 }
+
+/* Chromium compiles pattern= with the `v` flag: a plain '-' in a class is an error there,
+ * and an invalid pattern checks nothing (Bad_Key was accepted). */
+Test(portal_html, patterns_translate_to_the_v_flag)
+{
+    char out[256];
+    cr_assert_eq(gx_portal_html_pattern("^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", out, sizeof out), 0);
+    cr_assert_str_eq(out, "^[a-z0-9]([\\-a-z0-9]*[a-z0-9])?$");
+    cr_assert_eq(gx_portal_html_pattern("^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$", out, sizeof out), 0);
+    cr_assert_str_eq(out, "^[a-z0-9]([\\-a-z0-9\\.]*[a-z0-9])?$");
+    cr_assert_eq(gx_portal_html_pattern("^(/|s3://|https://)[^ ]+$", out, sizeof out), 0);
+    cr_assert_str_eq(out, "^(/|s3://|https://)[^ ]+$");
+    cr_assert_eq(gx_portal_html_pattern("[]a(-]x{2,3}\\-y}", out, sizeof out), 0);
+    cr_assert_str_eq(out, "[\\]a\\(\\-]x{2,3}-y\\}");
+    cr_assert_eq(gx_portal_html_pattern("[[:digit:]_]+", out, sizeof out), 0);
+    cr_assert_str_eq(out, "[0-9_]+");
+    cr_assert_eq(gx_portal_html_pattern("[[:punct:]]", out, sizeof out), -1, "an unknown class has no translation");
+    cr_assert_eq(gx_portal_html_pattern("[[.a.]]", out, sizeof out), -1);
+    cr_assert_eq(gx_portal_html_pattern("a\\", out, sizeof out), -1);
+    cr_assert_eq(gx_portal_html_pattern("[abc", out, sizeof out), -1);
+    cr_assert_eq(gx_portal_html_pattern("^[a-z]+$", out, 4), -1, "too long for out");
+}
