@@ -108,6 +108,14 @@ void gx_portal_workload_cancel(gx_portal_ctx *c, const char *ns, const char *nam
 /* plain words for why a workload waits, and when it may start */
 void gx_portal_why(gx_portal_ctx *c, const json_t *wl, gx_sbuf *b);
 
+/* words.c: the scheduler's words in plain ones */
+const char *gx_portal_plain_reason(const char *reason);
+/* A condition type (QuotaReserved, Admitted...) and its status as a phrase. */
+const char *gx_portal_plain_condition(const char *type, int status);
+/* A scheduler message rewritten ("Waiting for quota: needs 2 GPUs, team-a has 1 free
+ * (of 2)") into out: 1; else out is msg as it is: 0. */
+int gx_portal_plain_message(const char *msg, char *out, size_t n);
+
 /* pages_new.c: catalog, form, review, submit */
 void gx_portal_catalog(gx_portal_ctx *c);
 void gx_portal_request(gx_portal_ctx *c, const char *tpl);
