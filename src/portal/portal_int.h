@@ -131,6 +131,10 @@ void gx_portal_models(gx_portal_ctx *c);
  * each with "tiers" cut down to those; a new array, in the order of models. */
 json_t *gx_portal_models_for(const json_t *models, const json_t *tiers);
 
+/* The longest key lifetime a Tier object allows, in whole days (its maxKeyLifetime, or
+ * the gateway's default of 90 days). */
+int gx_portal_tier_key_days(const json_t *tier);
+
 /* pages_admin.c */
 void gx_portal_admin(gx_portal_ctx *c, const char *note, const char *error);
 void gx_portal_admin_post(gx_portal_ctx *c);
