@@ -172,12 +172,13 @@ static void row(gx_portal_ctx *c, gx_sbuf *b, const json_t *w)
     gx_portal_putf(b, "</td><td>%H ago</td></tr>", age);
 }
 
-/* Newest first (createdAt has a fixed width, so it sorts as text), then by name. */
+/* Newest first (createdAt has a fixed width, so it sorts as text); within the same
+ * millisecond (one submission of many) the later name first, as job-10 follows job-9. */
 static int newest_first(const void *a, const void *b)
 {
     const json_t *x = *(json_t *const *)a, *y = *(json_t *const *)b;
     int d = strcmp(json_string_value(json_object_get(y, "createdAt")) ?: "", json_string_value(json_object_get(x, "createdAt")) ?: "");
-    return d ? d : strcmp(json_string_value(json_object_get(x, "key")) ?: "", json_string_value(json_object_get(y, "key")) ?: "");
+    return d ? d : strcmp(json_string_value(json_object_get(y, "key")) ?: "", json_string_value(json_object_get(x, "key")) ?: "");
 }
 
 static void table_head(gx_sbuf *b, const char *cls)
