@@ -295,6 +295,16 @@ int gx_portal_proxy(gx_portal *p, gx_req *req, gx_resp *resp)
         memcpy(ns, s, nl);
         memcpy(name, nm, ml);
     }
+    /* the session's own forms carry no portal CSRF token: another site's page must not
+     * post to them with the viewer's cookie (SameSite=Lax already keeps it off a
+     * cross-site POST; browsers send Origin, which must name this server) */
+    const char *o = gx_req_header(req, "Origin"), *host = gx_req_header(req, "Host"), *fh = gx_req_header(req, "X-Forwarded-Host");
+    const char *sep = o ? strstr(o, "://") : NULL;
+    if (strcmp(req->method, "GET") && strcmp(req->method, "HEAD") && o &&
+        !(sep && ((host && !strcmp(sep + 3, host)) || (fh && !strcmp(sep + 3, fh))))) {
+        refuse(c, 403, "Request refused", "This request to a session was sent from another site.");
+        return 1;
+    }
     if (!c->user) {
         if (!strcmp(req->method, "GET")) gx_portal_redirect(c, "/login");
         else refuse(c, 403, "Not signed in", "Sign in to reach a session.");

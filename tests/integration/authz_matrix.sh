@@ -233,12 +233,13 @@ POST   /ui/admin/password                      403  403   403 403   403   403  4
 POST   /ui/admin/delete                        403  403   403 403   403   403  403    2     f_delete
 GET    /assets/{asset}                         2    2     2   2     2     2    2      2     -
 GET    /favicon.ico                            2    2     2   2     2     2    2      2     -
-POST   /logout                                 403  403   403 403   403   L    403    L     s_logout
+# (the sessions rows come before the logout row, which ends the portal sessions they use)
 GET    /ui/sessions/team-a/sx/x                L    L     L   L     L     2    2      2     s_session
 POST   /ui/sessions/team-a/sx/x                403  403   403 403   403   2    2      2     s_session
 PUT    /ui/sessions/team-a/sx/x                403  403   403 403   403   2    2      2     s_session
 PATCH  /ui/sessions/team-a/sx/x                403  403   403 403   403   2    2      2     s_session
 DELETE /ui/sessions/team-a/sx/x                403  403   403 403   403   2    2      2     s_session
+POST   /logout                                 403  403   403 403   403   L    403    L     s_logout
 T
 )
 

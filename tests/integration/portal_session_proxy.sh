@@ -76,6 +76,8 @@ expect_match "... and the prefix it is served under" "$b" 'prefix=/ui/sessions/t
 b=$(curl -s -b "$TMP/alice.jar" -d 'q=1&r=2' "$S/ui/sessions/team-a/echo/form")
 expect_match "a POST reaches it (the session's own forms need no portal token)" "$b" 'method=POST'
 expect_match "... with its body" "$b" 'body=q=1&r=2'
+expect_eq "a POST to a session from another site: 403" \
+  "$(code "$TMP/alice.jar" POST /ui/sessions/team-a/echo/form -d q=1 -H 'Origin: http://evil.example')" 403
 ws=$(python3 - "$HOSTPORT" /ui/sessions/team-a/echo/ws "$AC" <<'PY'
 import base64, os, socket, sys
 hp, path, cookie = sys.argv[1:4]
