@@ -364,7 +364,7 @@ async function main() {
       await phone.goto(BASE + url);
       const [sw, iw] = await phone.evaluate(() => [document.documentElement.scrollWidth, window.innerWidth]);
       expect(sw <= iw, name + ' is ' + sw + ' px wide on a ' + iw + ' px phone');
-      if (name === 'home' || name === 'workload') await shot(phone, 'phone-' + name); // the two docs/portal.md shows
+      if (name === 'queues' || name === 'workload') await shot(phone, 'phone-' + name); // the two docs/portal.md shows
     }
     await ctx.close();
   });
