@@ -224,6 +224,15 @@
     for (const id of ['keys', 'usage', 'playground']) if ($('#' + id)) $('#' + id).hidden = false;
     renderKeys(keysRes.data.items || []);
     const form = $('#key-form');
+    // a key lives at most as long as its tier allows: the days field's max follows the tier
+    const syncDays = () => {
+      const o = form.tier.selectedOptions[0], d = form.days, max = o && o.getAttribute('data-max-days');
+      if (!max) return;
+      d.max = max;
+      $('#key-days-h').textContent = 'at most ' + max + ' for this tier';
+      if (+d.value > +max) d.value = max;
+    };
+    if (form) form.tier.addEventListener('change', syncDays);
     if (form) form.addEventListener('submit', async (ev) => {
       ev.preventDefault();
       const f = ev.target, btn = $('button[type=submit]', f);
@@ -238,6 +247,7 @@
       $('#new-key').hidden = false;
       if ($('#chat-key')) $('#chat-key').value = res.data.key;
       f.reset();
+      syncDays();
       const again = await api('GET', '/api/v1/keys');
       renderKeys((again.data && again.data.items) || []);
     });

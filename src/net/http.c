@@ -20,6 +20,7 @@
  * gx_http_complete or the wake functions: those are called from the callers' own
  * callbacks, so such work waits for gx_http_run (the loop's before-sleep hook). */
 #include <errno.h>
+#include <fcntl.h>
 #include <netinet/tcp.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -676,6 +677,36 @@ void gx_http_release(gx_http *h, uint64_t synced)
 }
 
 int gx_http_held(const gx_http *h) { return h->nheld; }
+
+int gx_req_header_at(const gx_req *r, int i, const char **name, const char **value)
+{
+    const gx_hp_req *hp = &((conn *)r->conn)->hp;
+    if (i < 0 || i >= hp->nh) return -1;
+    *name = hp->h[i].name;
+    *value = hp->h[i].value;
+    return 0;
+}
+
+int gx_req_query_at(const gx_req *r, int i, const char **key, const char **value)
+{
+    const gx_hp_req *hp = &((conn *)r->conn)->hp;
+    if (i < 0 || i >= hp->nq) return -1;
+    *key = hp->q[i].name;
+    *value = hp->q[i].value;
+    return 0;
+}
+
+/* The connection is closed as the handler returns (dead), which closes only our
+ * descriptor: the caller's duplicate keeps the socket. */
+int gx_http_takeover(gx_req *req)
+{
+    conn *c = req ? req->conn : NULL;
+    if (!c || !c->in_handler || c->state != C_HANDLER || c->in_len > c->in_off || c->req.body_too_large) return -1;
+    int fd = fcntl(c->fd, F_DUPFD_CLOEXEC, 3);
+    if (fd < 0) return -1;
+    c->dead = 1;
+    return fd;
+}
 
 int64_t gx_http_timeout(gx_http *h) { return h->phead ? 0 : -1; }
 

@@ -120,6 +120,18 @@ const char *gx_req_header(const gx_req *r, const char *name);
 /* The client's IPv4 address, dotted ("127.0.0.1"). */
 const char *gx_req_peer(const gx_req *r);
 
+/* The i-th header (name and value as received), or the i-th query pair (decoded), for
+ * a caller that forwards a request (the portal's session proxy): 0, or -1 past the end. */
+int gx_req_header_at(const gx_req *r, int i, const char **name, const char **value);
+int gx_req_query_at(const gx_req *r, int i, const char **key, const char **value);
+/* Hand the request's connection over, from inside the handler (which then sets
+ * resp->defer and never completes): a new descriptor of the client's socket, which the
+ * caller now owns (reads, writes, closes); the server forgets the connection when the
+ * handler returns (no answer, no timeouts, it no longer counts toward the connection
+ * limits). For a proxy that relays a WebSocket or an answer byte for byte. -1 when it
+ * cannot (outside a handler, or bytes of a next request already read). */
+int gx_http_takeover(gx_req *req);
+
 /* Response helpers. */
 void gx_resp_json(gx_resp *r, int status, json_t *body);           /* steals body */
 void gx_resp_text(gx_resp *r, int status, const char *ctype, const char *text);

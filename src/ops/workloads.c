@@ -372,6 +372,11 @@ static void add_phase(gx_daemon *d, json_t *v)
     json_object_set_new(v, "message", json_string(msg));
     if (!w) return;
     if (w->ps.image) json_object_set_new(v, "image", json_string(w->ps.image));
+    /* an interactive session's declared port (the portal proxies /ui/sessions/NS/NAME/ to it) */
+    const char *sp = json_string_value(json_object_get(json_object_get(json_object_get(w->manifest, "metadata"), "annotations"),
+                                                       "gpuaas.dev/session-port"));
+    if (sp && strspn(sp, "0123456789") == strlen(sp) && strlen(sp) <= 5 && *sp)
+        json_object_set_new(v, "sessionPort", json_integer(atoi(sp)));
     json_t *pods = json_array();
     for (size_t k = 0; k < w->npods; k++) {
         const gx_run_pod *p = &w->pods[k];

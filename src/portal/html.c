@@ -103,6 +103,110 @@ void gx_portal_putf(gx_sbuf *b, const char *fmt, ...)
     va_end(ap);
 }
 
+/* Characters that may (and, when plain, should) be escaped inside a `v`-flag class:
+ * ECMAScript's class syntax characters, syntax characters and reserved punctuators. */
+static int v_class_punct(char c) { return c && strchr("()[]{}/-\\|^$.*+?&!#%,:;<=>@`~", c) != NULL; }
+
+static int pat_put(char *out, size_t n, size_t *k, const char *s)
+{
+    size_t l = strlen(s);
+    if (*k + l >= n) return -1;
+    memcpy(out + *k, s, l);
+    *k += l;
+    out[*k] = 0;
+    return 0;
+}
+
+/* One character of a bracket expression, escaped for a `v` class. */
+static int pat_class_char(char *out, size_t n, size_t *k, char c)
+{
+    char t[3] = {'\\', c, 0};
+    return pat_put(out, n, k, v_class_punct(c) ? t : t + 1);
+}
+
+/* A POSIX bracket expression at s ('[' already consumed); returns the length consumed
+ * up to and including the closing ']', or 0 when it has no translation. */
+static size_t pat_class(const char *s, char *out, size_t n, size_t *k)
+{
+    static const struct { const char *name, *js; } CL[] = {
+        {"alpha", "a-zA-Z"}, {"digit", "0-9"}, {"alnum", "a-zA-Z0-9"}, {"upper", "A-Z"}, {"lower", "a-z"},
+        {"space", "\\s"}, {"xdigit", "0-9a-fA-F"}, {NULL, NULL}};
+    size_t i = 0;
+    if (pat_put(out, n, k, "[")) return 0;
+    if (s[i] == '^') { if (pat_put(out, n, k, "^")) return 0; i++; }
+    int first = 1;
+    while (s[i] && (first || s[i] != ']')) {
+        first = 0;
+        if (s[i] == '[' && (s[i + 1] == '.' || s[i + 1] == '=')) return 0;
+        if (s[i] == '[' && s[i + 1] == ':') {
+            const char *end = strstr(s + i + 2, ":]");
+            int found = 0;
+            for (int j = 0; end && CL[j].name; j++)
+                if ((size_t)(end - (s + i + 2)) == strlen(CL[j].name) && !strncmp(s + i + 2, CL[j].name, strlen(CL[j].name))) {
+                    if (pat_put(out, n, k, CL[j].js)) return 0;
+                    found = 1;
+                    i = (size_t)(end - s) + 2;
+                }
+            if (!found) return 0;
+            continue;
+        }
+        /* a range a-z (the '-' neither first nor last): its ends are characters */
+        if (s[i + 1] == '-' && s[i + 2] && s[i + 2] != ']') {
+            if (pat_class_char(out, n, k, s[i]) || pat_put(out, n, k, "-") || pat_class_char(out, n, k, s[i + 2])) return 0;
+            i += 3;
+            continue;
+        }
+        if (pat_class_char(out, n, k, s[i])) return 0;
+        i++;
+    }
+    if (s[i] != ']' || pat_put(out, n, k, "]")) return 0;
+    return i + 1;
+}
+
+int gx_portal_html_pattern(const char *posix, char *out, size_t n)
+{
+    size_t k = 0;
+    if (!n) return -1;
+    out[0] = 0;
+    for (const char *s = posix; *s;) {
+        if (*s == '[') {
+            size_t used = pat_class(s + 1, out, n, &k);
+            if (!used) return -1;
+            s += 1 + used;
+        } else if (*s == '\\') {
+            char c = s[1], t[3] = {'\\', c, 0};
+            if (!c) return -1;
+            /* `v` allows escaping only syntax characters and '/'; GNU's \w \s \b mean the same */
+            if (strchr("^$\\.*+?()[]{}|/", c) || strchr("wWsSbB", c)) { if (pat_put(out, n, &k, t)) return -1; }
+            else if (c > ' ' && c < 0x7f && !((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'))) {
+                if (pat_put(out, n, &k, t + 1)) return -1; /* \- \# ...: the plain character */
+            } else return -1;
+            s += 2;
+        } else if (*s == ']' || *s == '}') {
+            char t[3] = {'\\', *s, 0}; /* a lone one is plain in POSIX, an error under `v` */
+            if (pat_put(out, n, &k, t)) return -1;
+            s++;
+        } else {
+            char t[2] = {*s, 0};
+            if (*s == '{') { /* a bound {m} {m,} {m,n}; a '{' that starts none is plain */
+                const char *e = s + 1;
+                while ((*e >= '0' && *e <= '9') || *e == ',') e++;
+                if (*e != '}' || e == s + 1) { if (pat_put(out, n, &k, "\\{")) return -1; s++; continue; }
+                size_t l = (size_t)(e - s) + 1;
+                if (k + l >= n) return -1;
+                memcpy(out + k, s, l);
+                k += l;
+                out[k] = 0;
+                s += l;
+                continue;
+            }
+            if (pat_put(out, n, &k, t)) return -1;
+            s++;
+        }
+    }
+    return 0;
+}
+
 static int hexv(char c)
 {
     if (c >= '0' && c <= '9') return c - '0';

@@ -23,6 +23,13 @@ void gx_portal_urlenc(gx_sbuf *b, const char *s);
  * A key given several times becomes an array of strings. At most max_fields fields
  * and max_value bytes per value; returns NULL when over a limit or malformed. */
 json_t *gx_portal_form_parse(const char *body, size_t len, size_t max_fields, size_t max_value);
+/* A template's pattern (POSIX extended, as the server checks it with regcomp) as an HTML
+ * pattern attribute: browsers compile that with the `v` flag, where a '-' or '(' that is
+ * plain in a POSIX bracket must be escaped, and an invalid pattern is silently ignored (so
+ * nothing was checked). Writes the translation into out; -1 when it has no faithful one
+ * (POSIX collating elements, an unknown class, a stray backslash): then emit no attribute
+ * and let the server's check speak. */
+int gx_portal_html_pattern(const char *posix, char *out, size_t n);
 /* One string field of a parsed form ("" when absent; the first when several). */
 const char *gx_portal_form_get(const json_t *form, const char *key);
 

@@ -62,7 +62,7 @@ static void users_section(gx_portal_ctx *c, gx_sbuf *b)
     gx_sbuf_puts(b, "</tbody></table><h3>New user</h3><form method=\"post\" action=\"/ui/admin/create\" class=\"stack narrow\">");
     gx_portal_csrf_field(c, b);
     gx_sbuf_puts(b, "<label for=\"nu-name\">User name</label><input id=\"nu-name\" name=\"user\" required maxlength=\"63\" "
-                     "pattern=\"[a-z0-9]([-a-z0-9]*[a-z0-9])?\" aria-describedby=\"nu-h\">"
+                     "pattern=\"[a-z0-9]([\\-a-z0-9]*[a-z0-9])?\" aria-describedby=\"nu-h\">"
                      "<p class=\"help\" id=\"nu-h\">Lowercase letters, digits and '-'.</p>"
                      "<label for=\"nu-ns\">Namespaces (comma-separated)</label><input id=\"nu-ns\" name=\"namespaces\" maxlength=\"1000\">"
                      "<label for=\"nu-pw\">Password (optional; 8 characters or more)</label>"
@@ -95,19 +95,46 @@ static void namespaces_section(gx_portal_ctx *c, gx_sbuf *b)
 static void tiers_and_templates(gx_portal_ctx *c, gx_sbuf *b)
 {
     gx_sbuf_puts(b, "<h2 id=\"tiers\">Tiers</h2>");
+    static const struct { const char *k, *words; } L[] = {
+        {"requestsPerMinute", "requests a minute"}, {"requestsPerDay", "requests a day"}, {"tokensPerMinute", "tokens a minute"},
+        {"tokensPerDay", "tokens a day"}, {"concurrentRequests", "requests at once"}, {NULL, NULL}};
     const char *k;
     json_t *m;
     int n = 0;
-    gx_sbuf_puts(b, "<ul>");
     json_object_foreach((json_t *)gx_d_objects(c->d), k, m) {
         if (strncmp(k, "Tier/", 5)) continue;
-        char *lim = json_dumps(json_object_get(json_object_get(m, "spec"), "limits"), JSON_COMPACT);
-        gx_portal_putf(b, "<li><b>%H</b> <code>%H</code></li>", json_string_value(json_object_get(json_object_get(m, "metadata"), "name")),
-                       lim ? lim : "");
-        free(lim);
-        n++;
+        const json_t *spec = json_object_get(m, "spec");
+        if (!n++)
+            gx_sbuf_puts(b, "<table class=\"list\" id=\"tier-table\"><thead><tr><th scope=\"col\">Tier</th><th scope=\"col\">Open to</th>"
+                             "<th scope=\"col\">Limits per key</th><th scope=\"col\">Longest key lifetime</th>"
+                             "<th scope=\"col\">Tokens per request</th></tr></thead><tbody>");
+        gx_portal_putf(b, "<tr><td><b>%H</b></td><td>", json_string_value(json_object_get(json_object_get(m, "metadata"), "name")));
+        size_t i, shown = 0;
+        const json_t *x;
+        json_array_foreach(json_object_get(spec, "namespaces"), i, x) gx_portal_putf(b, "%snamespace %H", shown++ ? ", " : "", json_string_value(x));
+        json_array_foreach(json_object_get(spec, "users"), i, x) gx_portal_putf(b, "%suser %H", shown++ ? ", " : "", json_string_value(x));
+        if (!shown) gx_sbuf_puts(b, "everyone");
+        gx_sbuf_puts(b, "</td><td>");
+        const char *lk;
+        const json_t *lv;
+        shown = 0;
+        json_object_foreach((json_t *)json_object_get(spec, "limits"), lk, lv) {
+            if (!strcmp(lk, "maxKeyLifetime")) continue;
+            const char *words = lk;
+            for (int j = 0; L[j].k; j++) if (!strcmp(L[j].k, lk)) words = L[j].words;
+            char *v = json_dumps(lv, JSON_ENCODE_ANY | JSON_COMPACT);
+            gx_portal_putf(b, "%s%H %H", shown++ ? "<br>" : "", v ? v : "", words);
+            free(v);
+        }
+        if (!shown) gx_sbuf_puts(b, "no limit");
+        char days[32];
+        snprintf(days, sizeof days, "%d days", gx_portal_tier_key_days(m));
+        const json_t *mt = json_object_get(spec, "maxTokensPerRequest");
+        char tok[32];
+        snprintf(tok, sizeof tok, "%lld", mt ? (long long)json_integer_value(mt) : 4096LL);
+        gx_portal_putf(b, "</td><td>%H</td><td>%H</td></tr>", days, tok);
     }
-    gx_sbuf_puts(b, "</ul>");
+    if (n) gx_sbuf_puts(b, "</tbody></table>");
     if (!n) gx_sbuf_puts(b, "<p class=\"sub\">No tiers applied. Tiers (request and token limits for model API keys) belong to the "
                              "model gateway; apply <code>kind: Tier</code> objects below once it is part of this server.</p>");
     json_t *tpls = gx_portal_templates(c->d);

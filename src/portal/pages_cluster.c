@@ -28,7 +28,10 @@ static int mine(gx_portal_ctx *c, const json_t *cqs_of_user, const char *cq)
     return 0;
 }
 
-static void cq_card(gx_portal_ctx *c, gx_sbuf *b, const json_t *q)
+/* A refused quota change, shown on the form that sent it (not on a bare error page). */
+typedef struct { const char *cq, *flavor, *resource, *value, *msg; } quota_error;
+
+static void cq_card(gx_portal_ctx *c, gx_sbuf *b, const json_t *q, const quota_error *qe)
 {
     const char *name = json_string_value(json_object_get(q, "name"));
     const char *cohort = json_string_value(json_object_get(q, "cohort"));
@@ -57,20 +60,23 @@ static void cq_card(gx_portal_ctx *c, gx_sbuf *b, const json_t *q)
         gx_portal_bar(b, u, n, label);
         gx_portal_putf(b, "</td><td>%H</td>", borrow);
         if (c->user->admin) {
+            int bad = qe && !strcmp(qe->cq, name) && !strcmp(qe->flavor, fl ? fl : "") && !strcmp(qe->resource, res ? res : "");
             gx_portal_putf(b, "<td><form method=\"post\" action=\"/ui/queues/%U/quota\" class=\"inline\" data-progress=\"Applying…\">", name);
             gx_portal_csrf_field(c, b);
             gx_portal_putf(b, "<input type=\"hidden\" name=\"flavor\" value=\"%H\"><input type=\"hidden\" name=\"resource\" value=\"%H\">"
                               "<label class=\"sr\" for=\"q-%H-%zu\">New nominal quota of %H in %H</label>"
-                              "<input id=\"q-%H-%zu\" name=\"quota\" value=\"%H\" size=\"6\" maxlength=\"32\" required>"
-                              "<button type=\"submit\">Set</button></form></td>",
-                           fl, res, name, i, res, name, name, i, nom);
+                              "<input id=\"q-%H-%zu\" name=\"quota\" value=\"%H\" size=\"6\" maxlength=\"32\" required%s>"
+                              "<button type=\"submit\">Set</button></form>",
+                           fl, res, name, i, res, name, name, i, bad ? qe->value : nom, bad ? " aria-invalid=\"true\"" : "");
+            if (bad) gx_portal_putf(b, "<p class=\"field-error\" role=\"alert\">%H</p>", qe->msg);
+            gx_sbuf_puts(b, "</td>");
         }
         gx_sbuf_puts(b, "</tr>");
     }
     gx_sbuf_puts(b, "</tbody></table></article>");
 }
 
-void gx_portal_queues(gx_portal_ctx *c)
+static void queues_page(gx_portal_ctx *c, const quota_error *qe)
 {
     gx_sbuf b;
     gx_sbuf_init(&b);
@@ -103,7 +109,7 @@ void gx_portal_queues(gx_portal_ctx *c)
     json_t *cqs = gx_engine_cluster_queues(gx_d_engine(c->d));
     gx_sbuf_puts(&b, "<div class=\"cqs\">");
     json_array_foreach(cqs, i, q)
-        if (mine(c, mycqs, json_string_value(json_object_get(q, "name")))) cq_card(c, &b, q);
+        if (mine(c, mycqs, json_string_value(json_object_get(q, "name")))) cq_card(c, &b, q, qe);
     gx_sbuf_puts(&b, "</div>");
     if (c->user->admin) {
         json_t *cohorts = gx_engine_objects(gx_d_engine(c->d), "Cohort");
@@ -134,8 +140,10 @@ void gx_portal_queues(gx_portal_ctx *c)
     json_decref(cqs);
     json_decref(mycqs);
     json_decref(lqs);
-    gx_portal_page_end(c, &b, 200);
+    gx_portal_page_end(c, &b, qe ? 422 : 200);
 }
+
+void gx_portal_queues(gx_portal_ctx *c) { queues_page(c, NULL); }
 
 /* Set spec.resourceGroups[*].flavors[flavor].resources[resource].nominalQuota. */
 static int set_quota(json_t *cq, const char *flavor, const char *res, const char *value)
@@ -161,27 +169,36 @@ void gx_portal_quota_post(gx_portal_ctx *c, const char *cq)
     snprintf(key, sizeof key, "ClusterQueue//%s", cq);
     const json_t *cur = json_object_get(gx_d_objects(c->d), key);
     const char *q = gx_portal_form_get(c->form, "quota");
+    const char *fl = gx_portal_form_get(c->form, "flavor"), *res = gx_portal_form_get(c->form, "resource");
     int64_t milli;
     gx_err e;
     gx_err_clear(&e);
     if (!cur) { gx_portal_error_page(c, 404, "Not found", "No such ClusterQueue."); return; }
     if (strlen(q) > 32 || gx_quantity_parse(q, &milli, "quota", &e) || milli < 0) {
-        gx_portal_error_page(c, 422, "Invalid quota", "A quota is a quantity such as 2, 500m or 64Gi.");
+        quota_error qe = {cq, fl, res, q, "Not changed: a quota is a quantity such as 2, 500m or 64Gi."};
+        queues_page(c, &qe);
         return;
     }
     json_t *m = json_deep_copy(cur);
-    if (set_quota(m, gx_portal_form_get(c->form, "flavor"), gx_portal_form_get(c->form, "resource"), q)) {
+    if (set_quota(m, fl, res, q)) {
         json_decref(m);
-        gx_portal_error_page(c, 422, "Invalid quota", "That queue has no such flavor and resource.");
+        quota_error qe = {cq, fl, res, q, "Not changed: that queue has no such flavor and resource."};
+        queues_page(c, &qe);
         return;
     }
     json_t *d1[1] = {m};
     gx_yaml_docs docs = {.n = 1, .docs = d1};
-    json_t *res = NULL;
-    int rc = gx_d_apply(c->d, &docs, &res, &e);
-    json_decref(res);
+    json_t *applied = NULL;
+    int rc = gx_d_apply(c->d, &docs, &applied, &e);
+    json_decref(applied);
     json_decref(m);
-    if (rc) { gx_portal_error_page(c, e.status >= 400 ? e.status : 500, "Quota not changed", e.msg); return; }
+    if (rc) {
+        char msg[sizeof e.msg + 32];
+        snprintf(msg, sizeof msg, "Not changed: %s", e.msg);
+        quota_error qe = {cq, fl, res, q, msg};
+        queues_page(c, &qe);
+        return;
+    }
     fprintf(stderr, "gpuaas: portal: %s set the quota of %s in ClusterQueue %s to %s\n", c->user->name,
             gx_portal_form_get(c->form, "resource"), cq, q);
     gx_portal_redirect(c, "/ui/queues");

@@ -9,6 +9,7 @@
  * /api/v1/keys with the session's CSRF token, the gateway decides). */
 #include <stdio.h>
 #include <string.h>
+#include "lib/gxtime.h"
 #include "portal/portal_int.h"
 
 static int has_str(const json_t *arr, const char *s)
@@ -110,20 +111,41 @@ static void catalog(gx_sbuf *b, const json_t *models, const json_t *tiers)
     gx_sbuf_puts(b, "</ul></section>");
 }
 
-static void keys(gx_sbuf *b, const json_t *tiers)
+int gx_portal_tier_key_days(const json_t *tier)
+{
+    const json_t *spec = json_object_get(tier, "spec");
+    const json_t *ml = json_object_get(spec, "maxKeyLifetime");
+    if (!ml) ml = json_object_get(json_object_get(spec, "limits"), "maxKeyLifetime");
+    int64_t ms = ml ? gx_duration_parse(json_string_value(ml)) : 90LL * 86400000; /* the gateway's default (maas/limits.c) */
+    int64_t d = ms / 86400000;
+    return d < 1 ? 1 : d > 36500 ? 36500 : (int)d;
+}
+
+/* The key form: each tier's option carries the longest lifetime it allows, and the days
+ * field's max= is the selected tier's (portal.js follows a change of tier), so the
+ * browser refuses what the gateway would (POST /api/v1/keys checks it again). */
+static void keys(gx_portal_ctx *c, gx_sbuf *b, const json_t *tiers)
 {
     gx_sbuf_puts(b, "<section id=\"keys\" hidden><h2>Your API keys</h2>");
     if (json_object_size(tiers)) {
         gx_sbuf_puts(b, "<form id=\"key-form\" class=\"inline-form\"><label for=\"key-name\">Name</label>"
-                         "<input id=\"key-name\" name=\"name\" required maxlength=\"63\" pattern=\"[a-z0-9]([-a-z0-9]*[a-z0-9])?\" placeholder=\"laptop\">"
+                         "<input id=\"key-name\" name=\"name\" required maxlength=\"63\" pattern=\"[a-z0-9]([\\-a-z0-9]*[a-z0-9])?\" placeholder=\"laptop\">"
                          "<label for=\"key-tier\">Tier</label><select id=\"key-tier\" name=\"tier\">");
         const char *t;
         const json_t *ns;
-        json_object_foreach((json_t *)tiers, t, ns)
-            gx_portal_putf(b, "<option value=\"%H\" data-ns=\"%H\">%H</option>", t, json_string_value(ns), t);
-        gx_sbuf_puts(b, "</select><label for=\"key-days\">Expires in (days)</label>"
-                         "<input id=\"key-days\" name=\"days\" type=\"number\" min=\"1\" max=\"365\" value=\"30\">"
-                         "<button type=\"submit\" class=\"primary\">Create key</button></form>"
+        int first = 0;
+        json_object_foreach((json_t *)tiers, t, ns) {
+            char key[200];
+            snprintf(key, sizeof key, "Tier//%s", t);
+            int days = gx_portal_tier_key_days(json_object_get(gx_d_objects(c->d), key));
+            if (!first) first = days;
+            gx_portal_putf(b, "<option value=\"%H\" data-ns=\"%H\" data-max-days=\"%d\">%H</option>", t, json_string_value(ns), days, t);
+        }
+        gx_portal_putf(b, "</select><label for=\"key-days\">Expires in (days)</label>"
+                          "<input id=\"key-days\" name=\"days\" type=\"number\" min=\"1\" max=\"%d\" value=\"%d\" step=\"1\" "
+                          "aria-describedby=\"key-days-h\"><span class=\"help\" id=\"key-days-h\">at most %d for this tier</span>",
+                       first, first < 30 ? first : 30, first);
+        gx_sbuf_puts(b, "<button type=\"submit\" class=\"primary\">Create key</button></form>"
                          "<div id=\"new-key\" class=\"secret\" hidden role=\"status\"><p>Your new key, shown <b>only once</b>:</p>"
                          "<code id=\"new-key-value\"></code> <button type=\"button\" id=\"copy-key\">Copy</button></div>");
     }
@@ -179,7 +201,7 @@ void gx_portal_models(gx_portal_ctx *c)
                            "(any OpenAI client works).</p>", json_object_size(tiers));
         catalog(&b, models, tiers);
     }
-    keys(&b, tiers);
+    keys(c, &b, tiers);
     gx_sbuf_puts(&b, "<section id=\"usage\" hidden><h2>Your usage (last 7 days)</h2><svg id=\"usage-chart\" class=\"chart\" "
                       "viewBox=\"0 0 600 200\" role=\"img\" aria-label=\"tokens per model\"></svg></section>");
     playground(&b, models);

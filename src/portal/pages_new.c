@@ -23,6 +23,15 @@ static const json_t *find_template(gx_portal_ctx *c, const char *name)
     return json_object_get(gx_d_objects(c->d), key);
 }
 
+/* May this user submit what t renders? A Job (in their namespace: checked on submit)
+ * anyone; other kinds (a gateway Model) only admins, as submit() says: a template that
+ * would end in "deploying a Model is for admins" is not offered at all. */
+static int usable(const gx_portal_ctx *c, const json_t *t)
+{
+    const char *kind = json_string_value(json_object_get(json_object_get(json_object_get(t, "spec"), "manifest"), "kind"));
+    return c->user->admin || (kind && !strcmp(kind, "Job"));
+}
+
 void gx_portal_catalog(gx_portal_ctx *c)
 {
     gx_sbuf b;
@@ -37,6 +46,7 @@ void gx_portal_catalog(gx_portal_ctx *c)
     size_t i;
     const json_t *t;
     json_array_foreach(all, i, t) {
+        if (!usable(c, t)) continue;
         const json_t *spec = json_object_get(t, "spec");
         const char *icon = json_string_value(json_object_get(spec, "icon")) ?: "gpu";
         const char *name = meta_str(t, "name");
@@ -109,8 +119,10 @@ static void attrs(gx_sbuf *b, const json_t *s, const char *type, int required)
     if (a) gx_portal_putf(b, " minlength=\"%lld\"", (long long)json_integer_value(a));
     gx_portal_putf(b, " maxlength=\"%lld\"", z ? (long long)json_integer_value(z) : (long long)GX_PORTAL_TPL_MAX_STRING);
     const char *pat = json_string_value(json_object_get(s, "pattern"));
-    /* HTML's pattern must match the whole value; ours is anchored by the author */
-    if (pat) gx_portal_putf(b, " pattern=\"%H\"", pat);
+    /* HTML's pattern must match the whole value; ours is anchored by the author. It is
+     * translated to the browser's `v`-flag syntax (or left out: the server checks anyway) */
+    char hp[2 * GX_PORTAL_TPL_MAX_STRING + 64];
+    if (pat && !gx_portal_html_pattern(pat, hp, sizeof hp)) gx_portal_putf(b, " pattern=\"%H\"", hp);
     const char *ph = json_string_value(json_object_get(s, "ui:placeholder"));
     if (ph) gx_portal_putf(b, " placeholder=\"%H\"", ph);
     if (required) gx_sbuf_puts(b, " required");
@@ -257,25 +269,31 @@ static void review_page(gx_portal_ctx *c, const json_t *t, const json_t *values,
     gx_portal_page_end(c, &b, 200);
 }
 
-static int submit(gx_portal_ctx *c, const json_t *t, json_t *m, gx_err *e, char *to, size_t ton)
+/* What the portal adds to a rendered manifest, done before the review so that the review
+ * shows every line that will be submitted: who asked and from which template (shown
+ * later, and useful to admins), and a Job's namespace when the template names none. */
+static void stamp(gx_portal_ctx *c, const json_t *t, json_t *m)
 {
-    const char *kind = json_string_value(json_object_get(m, "kind"));
     json_t *md = json_object_get(m, "metadata");
-    if (!json_is_object(md)) return gx_errf(e, 422, "", "the template renders no metadata");
-    /* who asked and from which template: shown later, and useful to admins */
+    if (!json_is_object(md)) return; /* submit() refuses it */
     json_t *labels = json_object_get(md, "labels");
     if (!json_is_object(labels)) json_object_set_new(md, "labels", labels = json_object());
     json_object_set_new(labels, "gpuaas.dev/template", json_string(meta_str(t, "name")));
     json_t *ann = json_object_get(md, "annotations");
     if (!json_is_object(ann)) json_object_set_new(md, "annotations", ann = json_object());
     json_object_set_new(ann, "gpuaas.dev/requested-by", json_string(c->user->name));
+    const char *kind = json_string_value(json_object_get(m, "kind"));
+    if (kind && !strcmp(kind, "Job") && !json_object_get(md, "namespace"))
+        json_object_set_new(md, "namespace", json_string(json_string_value(json_array_get(c->user->namespaces, 0)) ?: "default"));
+}
+
+static int submit(gx_portal_ctx *c, json_t *m, gx_err *e, char *to, size_t ton)
+{
+    const char *kind = json_string_value(json_object_get(m, "kind"));
+    json_t *md = json_object_get(m, "metadata");
+    if (!json_is_object(md) || !kind) return gx_errf(e, 422, "", "the template renders no metadata");
     if (!strcmp(kind, "Job")) {
-        const char *ns = json_string_value(json_object_get(md, "namespace"));
-        if (!ns) {
-            ns = json_string_value(json_array_get(c->user->namespaces, 0)) ?: "default";
-            json_object_set_new(md, "namespace", json_string(ns));
-            ns = json_string_value(json_object_get(md, "namespace"));
-        }
+        const char *ns = json_string_value(json_object_get(md, "namespace")) ?: "";
         if (!gx_user_in_ns(c->user, ns)) return gx_errf(e, 403, "", "you may not submit to namespace %s", ns);
         json_t *view = NULL;
         if (gx_d_submit(c->d, m, NULL, &view, e)) return -1;
@@ -300,7 +318,7 @@ static int submit(gx_portal_ctx *c, const json_t *t, json_t *m, gx_err *e, char 
 void gx_portal_request(gx_portal_ctx *c, const char *name)
 {
     const json_t *t = find_template(c, name);
-    if (!t) { gx_portal_error_page(c, 404, "Not found", "No such template."); return; }
+    if (!t || !usable(c, t)) { gx_portal_error_page(c, 404, "Not found", "No such template (or not one you may use)."); return; }
     if (!c->form) { form_page(c, t, NULL, NULL); return; }
     const char *action = gx_portal_form_get(c->form, "action");
     if (!strcmp(action, "edit")) { form_page(c, t, c->form, NULL); return; }
@@ -312,6 +330,7 @@ void gx_portal_request(gx_portal_ctx *c, const char *name)
     if (!values) { form_page(c, t, c->form, &e); return; }
     json_t *m = gx_portal_template_render(t, values, c->user->name, &e);
     if (!m) { json_decref(values); form_page(c, t, c->form, &e); return; }
+    stamp(c, t, m);
     if (!strcmp(action, "submit")) {
         /* keep the name the review showed, so a generated name does not change under the user */
         const char *shown = gx_portal_form_get(c->form, "_name");
@@ -322,7 +341,7 @@ void gx_portal_request(gx_portal_ctx *c, const char *name)
         }
         generate_name(m);
         char to[600];
-        if (submit(c, t, m, &e, to, sizeof to)) {
+        if (submit(c, m, &e, to, sizeof to)) {
             e.field[0] = 0; /* errors from the server are about the whole request */
             form_page(c, t, c->form, &e);
         } else {

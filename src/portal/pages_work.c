@@ -13,7 +13,7 @@
 #include "portal/portal_int.h"
 #include "lib/gxtime.h"
 
-#define HOME_ROWS 200
+#define HOME_ROWS 50   /* rows of "My work" per page (the estimates cost a list each) */
 
 static json_t *my_workloads(gx_portal_ctx *c)
 {
@@ -29,24 +29,6 @@ static json_t *my_workloads(gx_portal_ctx *c)
         f.n_namespaces = n;
     }
     return gx_d_list(c->d, &f);
-}
-
-static const char *plain_reason(const char *reason)
-{
-    static const struct { const char *r, *text; } T[] = {
-        {"WaitingForQuota", "Waiting for your team's GPU quota to free up"},
-        {"BorrowingLimitReached", "Waiting: your team already borrows as much as it may"},
-        {"NoDeviceFits", "Quota is available, but no GPU on the nodes is free yet"},
-        {"ExceedsMaxQuota", "Larger than your team can ever get: ask for less, or ask an admin for more quota"},
-        {"Inadmissible", "Cannot start: the queue is not set up for this (ask an admin)"},
-        {"NoMatchingFlavor", "No GPU type in your queue fits this request"},
-        {"WaitingForPreemption", "Making room: lower-priority work is being stopped"},
-        {"Evicted", "Was stopped to make room and waits to run again"},
-        {"Preempted", "Was stopped for more important work and waits to run again"},
-        {NULL, NULL}};
-    for (int i = 0; reason && T[i].r; i++)
-        if (!strcmp(reason, T[i].r)) return T[i].text;
-    return "Waiting for the scheduler to consider it";
 }
 
 static int cmp_i64(const void *a, const void *b)
@@ -95,7 +77,9 @@ void gx_portal_why(gx_portal_ctx *c, const json_t *wl, gx_sbuf *b)
     const char *reason = json_string_value(json_object_get(wl, "reason"));
     const char *msg = json_string_value(json_object_get(wl, "message"));
     const json_t *pos = json_object_get(wl, "positionInClusterQueue");
-    gx_portal_putf(b, "<div class=\"why\"><strong>%H</strong>", plain_reason(reason));
+    char words[600];
+    int plain = gx_portal_plain_message(msg, words, sizeof words);
+    gx_portal_putf(b, "<div class=\"why\"><strong>%H</strong>", plain ? words : gx_portal_plain_reason(reason));
     if (json_is_integer(pos))
         gx_portal_putf(b, " <span class=\"pos\">#%lld in line</span>", (long long)json_integer_value(pos) + 1);
     int unlimited = 0;
@@ -109,9 +93,11 @@ void gx_portal_why(gx_portal_ctx *c, const json_t *wl, gx_sbuf *b)
     } else if (unlimited) {
         gx_sbuf_puts(b, "<br><span class=\"est\">No start estimate: work running in its queue has no time limit.</span>");
     } else {
-        gx_sbuf_puts(b, "<br><span class=\"est\">No start estimate: it waits for more than the running work's time limits free.</span>");
+        gx_sbuf_puts(b, "<br><span class=\"est\">No start time can be promised: even when the running work in its queue "
+                         "reaches its time limits, that frees too few GPUs for it. It starts when other work ends early or "
+                         "the team gets more quota.</span>");
     }
-    if (msg && *msg) gx_portal_putf(b, "<details><summary>Details</summary><p>%H</p></details>", msg);
+    if (msg && *msg) gx_portal_putf(b, "<details><summary>The scheduler's words</summary><p>%H</p></details>", msg);
     gx_sbuf_puts(b, "</div>");
 }
 
@@ -140,6 +126,26 @@ static const char *gpus_of(const json_t *wl, char *out, size_t n)
     return out[0] ? out : "none";
 }
 
+/* A Job the gateway runs for a workload-backed Model: maas-MODEL-N in the Model's
+ * namespace (src/maas/models.c names them so). Shown apart: it is not the user's work. */
+static int model_server(const gx_portal_ctx *c, const json_t *w)
+{
+    const char *ns = json_string_value(json_object_get(w, "namespace")), *name = json_string_value(json_object_get(w, "name"));
+    if (!ns || !name || strncmp(name, "maas-", 5)) return 0;
+    const char *k;
+    json_t *m;
+    json_object_foreach((json_t *)gx_d_objects(c->d), k, m) {
+        if (strncmp(k, "Model/", 6)) continue;
+        const json_t *wl = json_object_get(json_object_get(m, "spec"), "workload");
+        const char *mn = json_string_value(json_object_get(json_object_get(m, "metadata"), "name"));
+        const char *mns = json_string_value(json_object_get(wl, "namespace")) ?: "default";
+        size_t l = mn ? strlen(mn) : 0;
+        if (!wl || !l || strcmp(mns, ns) || strncmp(name + 5, mn, l) || name[5 + l] != '-' || !name[6 + l]) continue;
+        if (strspn(name + 6 + l, "0123456789") == strlen(name + 6 + l)) return 1;
+    }
+    return 0;
+}
+
 static void row(gx_portal_ctx *c, gx_sbuf *b, const json_t *w)
 {
     const char *ns = json_string_value(json_object_get(w, "namespace")), *name = json_string_value(json_object_get(w, "name"));
@@ -152,6 +158,7 @@ static void row(gx_portal_ctx *c, gx_sbuf *b, const json_t *w)
     gx_portal_putf(b, "<tr data-phase=\"%H\"><td><a href=\"/ui/workloads/%U/%U\">%H</a><div class=\"sub\">%H · %H</div></td>"
                       "<td>", phase, ns, name, name, ns, json_string_value(json_object_get(w, "queueName")));
     gx_portal_badge(b, phase);
+    if (model_server(c, w)) gx_sbuf_puts(b, " <span class=\"tag model-server\">model server</span>");
     gx_portal_putf(b, "</td><td>%H</td><td class=\"wide\">", gpus_of(w, g, sizeof g));
     if (state && !strcmp(state, "Pending")) gx_portal_why(c, w, b);
     else if (state && !strcmp(state, "Admitted")) {
@@ -165,39 +172,76 @@ static void row(gx_portal_ctx *c, gx_sbuf *b, const json_t *w)
     gx_portal_putf(b, "</td><td>%H ago</td></tr>", age);
 }
 
+/* Newest first (createdAt has a fixed width, so it sorts as text); within the same
+ * millisecond (one submission of many) the later name first, as job-10 follows job-9. */
+static int newest_first(const void *a, const void *b)
+{
+    const json_t *x = *(json_t *const *)a, *y = *(json_t *const *)b;
+    int d = strcmp(json_string_value(json_object_get(y, "createdAt")) ?: "", json_string_value(json_object_get(x, "createdAt")) ?: "");
+    return d ? d : strcmp(json_string_value(json_object_get(y, "key")) ?: "", json_string_value(json_object_get(x, "key")) ?: "");
+}
+
+static void table_head(gx_sbuf *b, const char *cls)
+{
+    gx_portal_putf(b, "<table class=\"list work\" id=\"%s\"><thead><tr><th scope=\"col\">Workload</th><th scope=\"col\">State</th>"
+                      "<th scope=\"col\">GPUs</th><th scope=\"col\">Why / when</th><th scope=\"col\">Age</th></tr></thead><tbody>", cls);
+}
+
 void gx_portal_home(gx_portal_ctx *c)
 {
     gx_sbuf b;
     gx_sbuf_init(&b);
     gx_portal_page_begin(c, &b, "My work", "home");
     json_t *all = my_workloads(c);
-    size_t i, running = 0, pending = 0;
-    const json_t *w;
+    size_t n = json_array_size(all), nmine = 0, nsrv = 0, i, running = 0, pending = 0;
+    json_t **mine = gx_xcalloc(n + 1, sizeof *mine), **srv = gx_xcalloc(n + 1, sizeof *srv);
+    json_t *w;
     json_array_foreach(all, i, w) {
+        if (model_server(c, w)) { srv[nsrv++] = w; continue; }
+        mine[nmine++] = w;
         const char *st = json_string_value(json_object_get(w, "state")) ?: "";
         running += !strcmp(st, "Admitted");
         pending += !strcmp(st, "Pending");
     }
+    qsort(mine, nmine, sizeof *mine, newest_first);
+    qsort(srv, nsrv, sizeof *srv, newest_first);
+    size_t pages = nmine ? (nmine + HOME_ROWS - 1) / HOME_ROWS : 1;
+    const char *pq = gx_req_query(c->req, "page");
+    long page = pq ? strtol(pq, NULL, 10) : 1;
+    if (page < 1) page = 1;
+    if ((size_t)page > pages) page = (long)pages;
     gx_sbuf_puts(&b, "<p class=\"actions\"><a class=\"button primary\" href=\"/ui/new\">Request GPUs</a></p>");
     gx_sbuf_puts(&b, "<section id=\"work\" data-refresh=\"2\" aria-live=\"polite\">");
     gx_portal_putf(&b, "<ul class=\"stats\"><li><b>%zu</b> running</li><li><b>%zu</b> waiting</li><li><b>%zu</b> in all</li></ul>",
-                   running, pending, json_array_size(all));
-    if (!json_array_size(all)) {
+                   running, pending, nmine);
+    if (!nmine) {
         gx_sbuf_puts(&b, "<p class=\"empty\">Nothing here yet. <a href=\"/ui/new\">Request a GPU from a template</a>: "
                           "a notebook, a training run, a fine-tuning job or a model.</p>");
     } else {
-        gx_sbuf_puts(&b, "<table class=\"list work\"><thead><tr><th scope=\"col\">Workload</th><th scope=\"col\">State</th>"
-                          "<th scope=\"col\">GPUs</th><th scope=\"col\">Why / when</th><th scope=\"col\">Age</th></tr></thead><tbody>");
-        /* newest first: what someone just asked for is what they look for; at most
-         * HOME_ROWS rows keep the page (and its estimates) quick */
-        size_t shown = 0;
-        for (size_t k = json_array_size(all); k-- > 0 && shown < HOME_ROWS; shown++) row(c, &b, json_array_get(all, k));
+        /* newest first: what someone just asked for is what they look for; older work is
+         * a page away (never cut silently) */
+        table_head(&b, "my-work");
+        size_t from = (size_t)(page - 1) * HOME_ROWS;
+        for (size_t k = from; k < nmine && k < from + HOME_ROWS; k++) row(c, &b, mine[k]);
         gx_sbuf_puts(&b, "</tbody></table>");
-        if (json_array_size(all) > HOME_ROWS)
-            gx_portal_putf(&b, "<p class=\"sub\">The newest %d of %zu workloads; <code>gpuaas ls</code> lists them all.</p>",
-                           HOME_ROWS, json_array_size(all));
+        if (pages > 1) {
+            gx_portal_putf(&b, "<nav class=\"pager\" aria-label=\"Pages of your work\"><span>Newest %zu–%zu of %zu</span> ", from + 1,
+                           from + HOME_ROWS < nmine ? from + HOME_ROWS : nmine, nmine);
+            if (page > 1) gx_portal_putf(&b, "<a href=\"/?page=%ld\" rel=\"prev\">Newer</a> ", page - 1);
+            if ((size_t)page < pages) gx_portal_putf(&b, "<a href=\"/?page=%ld\" rel=\"next\">Older</a>", page + 1);
+            gx_sbuf_puts(&b, "</nav>");
+        }
+    }
+    if (nsrv) {
+        gx_sbuf_puts(&b, "<h2 id=\"model-servers-h\">Model servers</h2><p class=\"sub\">The gateway runs these for the "
+                          "<a href=\"/ui/models\">Models</a> page's models; they use your team's quota, but are not your requests.</p>");
+        table_head(&b, "model-servers");
+        for (size_t k = 0; k < nsrv; k++) row(c, &b, srv[k]);
+        gx_sbuf_puts(&b, "</tbody></table>");
     }
     gx_sbuf_puts(&b, "</section>");
+    free(mine);
+    free(srv);
     json_decref(all);
     gx_portal_page_end(c, &b, 200);
 }
@@ -243,10 +287,11 @@ static void timeline(gx_sbuf *b, const json_t *w)
         const char *t = json_string_value(json_object_get(v[i], "lastTransitionTime"));
         char at[40];
         human_time(t, at, sizeof at);
-        gx_portal_putf(b, "<li class=\"c-%s\"><time datetime=\"%H\">%H</time> <b>%H</b> %H <span class=\"sub\">%H</span></li>",
+        char words[600];
+        gx_portal_plain_message(json_string_value(json_object_get(v[i], "message")), words, sizeof words);
+        gx_portal_putf(b, "<li class=\"c-%s\"><time datetime=\"%H\">%H</time> <b>%H</b> <span class=\"sub\">%H</span></li>",
                        !strcmp(st, "True") ? "true" : "false", t, at,
-                       json_string_value(json_object_get(v[i], "type")), !strcmp(st, "True") ? "" : "(not yet)",
-                       json_string_value(json_object_get(v[i], "message")));
+                       gx_portal_plain_condition(json_string_value(json_object_get(v[i], "type")), !strcmp(st, "True")), words);
     }
     gx_sbuf_puts(b, "</ol>");
     free(v);
@@ -332,6 +377,9 @@ void gx_portal_workload(gx_portal_ctx *c, const char *ns, const char *name)
         gx_portal_csrf_field(c, &b);
         gx_sbuf_puts(&b, "<button type=\"submit\" class=\"danger\">Cancel</button></form>");
     }
+    if (model_server(c, w))
+        gx_sbuf_puts(&b, "<p class=\"note\"><span class=\"tag model-server\">model server</span> The gateway runs this for a model "
+                          "on the <a href=\"/ui/models\">Models</a> page; it starts and stops it by itself.</p>");
     status_section(c, &b, w);
     gx_portal_putf(&b, "<h2>Logs</h2><pre id=\"logs\" class=\"logs\" tabindex=\"0\" aria-label=\"Logs\" "
                        "data-logs=\"/api/v1/workloads/%U/%U/logs?follow=1\">(no output yet)</pre>", ns, name);

@@ -27,6 +27,7 @@ gx_portal *gx_portal_new(const gx_portal_env *env)
 void gx_portal_free(gx_portal *p)
 {
     if (!p) return;
+    gx_portal_tunnels_free(p);
     if (p->sess) sodium_memzero(p->sess, p->capsess * sizeof *p->sess);
     free(p->sess);
     sodium_memzero(p->key, sizeof p->key);
@@ -174,6 +175,8 @@ int gx_portal_route(gx_portal *p, gx_req *req, gx_resp *resp)
         return 1;
     }
     if (!strncmp(path, "/assets/", 8)) return asset(&c, path + 8);
+    /* a session's own pages: any method, its own forms (no portal CSRF token), proxy.c */
+    if (!strncmp(path, "/ui/sessions/", 13)) return gx_portal_proxy(p, req, resp);
     if (!strcmp(path, "/favicon.ico")) return asset(&c, "favicon.svg");
     if (split(&c, path)) { not_found(&c); return 1; }
     int post = !strcmp(req->method, "POST");

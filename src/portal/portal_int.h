@@ -18,6 +18,10 @@
  * person per 5 minutes, and after a restart the idle limit may come 5 minutes early. */
 #define GX_PORTAL_TOUCH_MS (5LL * 60 * 1000)
 
+#define GX_PORTAL_TUNNELS 256                       /* session relays at once (proxy.c) */
+#define GX_PORTAL_TUNNEL_IDLE_MS (3600LL * 1000)    /* a relay with no byte either way for an hour ends */
+typedef struct gx_portal_tunnel gx_portal_tunnel;
+
 typedef struct gx_portal_session {
     unsigned char id_hash[32];   /* keyed hash of the cookie value; the value is never kept */
     char user[64];
@@ -46,6 +50,9 @@ struct gx_portal {
      * sliding window: no reset at a minute's boundary lets a burst through, or lifts a
      * lock-out early) */
     struct { char addr[48]; int64_t at[GX_PORTAL_ADDR_FAILS]; int next; } fail_by[64];
+    gx_portal_tunnel *tunnels;   /* relays to interactive sessions (proxy.c) */
+    int ntunnels;
+    uint64_t tunnel_timer;       /* the idle sweep, while there are relays */
 };
 
 /* One request. */
@@ -108,6 +115,18 @@ void gx_portal_workload_cancel(gx_portal_ctx *c, const char *ns, const char *nam
 /* plain words for why a workload waits, and when it may start */
 void gx_portal_why(gx_portal_ctx *c, const json_t *wl, gx_sbuf *b);
 
+/* proxy.c: /ui/sessions/NS/NAME/... to the session's port (always answers: returns 1) */
+int gx_portal_proxy(gx_portal *p, gx_req *req, gx_resp *resp);
+void gx_portal_tunnels_free(gx_portal *p);
+
+/* words.c: the scheduler's words in plain ones */
+const char *gx_portal_plain_reason(const char *reason);
+/* A condition type (QuotaReserved, Admitted...) and its status as a phrase. */
+const char *gx_portal_plain_condition(const char *type, int status);
+/* A scheduler message rewritten ("Waiting for quota: needs 2 GPUs, team-a has 1 free
+ * (of 2)") into out: 1; else out is msg as it is: 0. */
+int gx_portal_plain_message(const char *msg, char *out, size_t n);
+
 /* pages_new.c: catalog, form, review, submit */
 void gx_portal_catalog(gx_portal_ctx *c);
 void gx_portal_request(gx_portal_ctx *c, const char *tpl);
@@ -122,6 +141,10 @@ void gx_portal_models(gx_portal_ctx *c);
 /* The models (views as GET /api/v1/models gives them) that one of tiers (names) opens,
  * each with "tiers" cut down to those; a new array, in the order of models. */
 json_t *gx_portal_models_for(const json_t *models, const json_t *tiers);
+
+/* The longest key lifetime a Tier object allows, in whole days (its maxKeyLifetime, or
+ * the gateway's default of 90 days). */
+int gx_portal_tier_key_days(const json_t *tier);
 
 /* pages_admin.c */
 void gx_portal_admin(gx_portal_ctx *c, const char *note, const char *error);

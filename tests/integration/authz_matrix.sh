@@ -129,6 +129,20 @@ f_delete()  { set_user; FORM=("user=${V[user]}"); }
 f_none()    { FORM=(); }
 s_wl_cancel() { set_wl; FORM=(); }
 s_logout()  { new_sessions; FORM=(); }
+# an interactive session (session_echo.py on a port of its own, issue 17) running in
+# team-a, started for the first row that needs it: /ui/sessions/team-a/sx/ relays to it
+s_session() {
+  FORM=()
+  [[ -n "${SESSION_UP:-}" ]] && return 0
+  local port=$((20000 + RANDOM % 20000))
+  job sx team-a main 0 "python3 - $port <<'PYEOF'
+$(<"$ROOT/tests/integration/session_echo.py")
+PYEOF" | sed "s|^  labels:|  annotations: {gpuaas.dev/session-port: \"$port\"}\n  labels:|" >"$TMP/sx.yaml"
+  TOKEN=$ADMIN api POST /api/v1/workloads -H 'Content-Type: application/yaml' --data-binary @"$TMP/sx.yaml" >/dev/null
+  up() { [[ $(curl -s -o /dev/null -w '%{http_code}' -b "$AJAR" "$S/ui/sessions/team-a/sx/") == 200 ]]; }
+  until_ok 30 up || fail "the matrix's session never answered through the portal"
+  SESSION_UP=1
+}
 secret()    { V[model]=secret-model V[tier]=restricted; }
 
 # ---- the table ---------------------------------------------------------------------------
@@ -219,6 +233,12 @@ POST   /ui/admin/password                      403  403   403 403   403   403  4
 POST   /ui/admin/delete                        403  403   403 403   403   403  403    2     f_delete
 GET    /assets/{asset}                         2    2     2   2     2     2    2      2     -
 GET    /favicon.ico                            2    2     2   2     2     2    2      2     -
+# (the sessions rows come before the logout row, which ends the portal sessions they use)
+GET    /ui/sessions/team-a/sx/x                L    L     L   L     L     2    2      2     s_session
+POST   /ui/sessions/team-a/sx/x                403  403   403 403   403   2    2      2     s_session
+PUT    /ui/sessions/team-a/sx/x                403  403   403 403   403   2    2      2     s_session
+PATCH  /ui/sessions/team-a/sx/x                403  403   403 403   403   2    2      2     s_session
+DELETE /ui/sessions/team-a/sx/x                403  403   403 403   403   2    2      2     s_session
 POST   /logout                                 403  403   403 403   403   L    403    L     s_logout
 T
 )

@@ -41,7 +41,7 @@ SHOTS_DIR=$ROOT/build/portal-screenshots
 mkdir -p "$SHOTS_DIR"
 t0=$(date +%s)
 out=$(cd "$PORTAL" && GPUAAS_SERVER=$GPUAAS_SERVER ADMIN_TOKEN=$ADMIN_TOKEN SHOTS_DIR=$SHOTS_DIR CHROMIUM=$CHROMIUM E2E_MODEL=$E2E_MODEL \
-      timeout 240 node e2e.js 2>&1)
+      timeout 420 node e2e.js 2>&1)
 rc=$?
 # re-print the browser test's lines so that they count as ours
 while IFS= read -r line; do

@@ -130,8 +130,12 @@ async function main() {
   });
   await step('the catalog lists the shipped templates', async () => {
     await alice.goto(BASE + '/ui/new');
-    for (const t of ['Interactive GPU session', 'Batch training job', 'Fine-tune a model', 'Deploy a model'])
+    for (const t of ['Interactive GPU session', 'Batch training job', 'Fine-tune a model'])
       expect(await alice.getByRole('link', { name: t }).count() === 1, 'missing template ' + t);
+    // deploying a Model is for admins: a template alice may not submit is not offered
+    expect(await alice.getByRole('link', { name: 'Deploy a model' }).count() === 0, 'alice is offered Deploy a model');
+    const r = await alice.request.get(BASE + '/ui/new/deploy-model');
+    expect(r.status() === 404, 'the deploy-model form answered alice ' + r.status());
     await shot(alice, 'catalog');
   });
   await step('the form validates in the browser before it is sent', async () => {
@@ -141,6 +145,12 @@ async function main() {
     await alice.getByRole('button', { name: 'Review' }).click();
     await waitText(alice, '.field-error', /GPUs must be at most 8/);
     expect(alice.url().endsWith('/ui/new/interactive-session'), 'the form was sent anyway');
+    // pattern= must compile under the v flag, or Chromium ignores it (Bad_Queue went through)
+    await field(alice, 'GPUs').fill('1');
+    await field(alice, 'Queue').fill('Bad_Queue');
+    expect(await field(alice, 'Queue').evaluate((e) => e.validity.patternMismatch), 'the browser accepts queue Bad_Queue');
+    await field(alice, 'Queue').fill('main');
+    expect(await field(alice, 'Queue').evaluate((e) => e.checkValidity()), 'the browser refuses queue main');
   });
   await step('the server validates too (a crafted post with 99 GPUs)', async () => {
     const csrf = await alice.locator('input[name=_csrf]').first().getAttribute('value');
@@ -153,6 +163,9 @@ async function main() {
     await requestFromTemplate(alice, 'Batch training job', { 'Training steps': 600, 'Seconds per step': 1, 'Time limit (hours)': 1 });
     const m = await textOf(alice, 'pre.manifest');
     expect(/kind: Job/.test(m) && /kueue.x-k8s.io\/max-exec-time-seconds: "3600"/.test(m), 'manifest: ' + m.slice(0, 300));
+    // the whole manifest: what the portal adds too, in a box that does not cut it
+    expect(/gpuaas.dev\/requested-by: alice/.test(m) && /gpuaas.dev\/template: batch-training/.test(m), 'the review hides labels: ' + m);
+    expect(await alice.locator('pre.manifest').evaluate((e) => e.scrollHeight <= e.clientHeight + 1), 'the manifest scrolls in its box');
     await shot(alice, 'review');
     await alice.getByRole('button', { name: 'Submit' }).click();
     await alice.waitForURL(/\/ui\/workloads\/team-a\/train-/);
@@ -165,12 +178,17 @@ async function main() {
     await alice.waitForURL(/\/ui\/workloads\/team-a\/session-/);
     session = alice.url();
     await waitText(alice, '#status .badge', /Pending/);
-    await waitText(alice, '#status .why', /Waiting for your team's GPU quota to free up.*#1 in line/s);
+    await waitText(alice, '#status .why', /Waiting for quota: needs 1 GPU, team-a has 0 free \(of 1\).*#1 in line/s);
     await waitText(alice, '#status .why', /Expected to start by .* at the latest/);
+    const hist = await textOf(alice, '.timeline');
+    expect(/Waiting for quota/.test(hist) && !/QuotaReserved|not yet|uses \d+ of/.test(hist), 'history in jargon: ' + hist);
     await shot(alice, 'workload-pending');
     await alice.goto(BASE + '/');
-    await waitText(alice, '#work', /Pending[\s\S]*Waiting for your team's GPU quota/);
+    await waitText(alice, '#work', /Pending[\s\S]*Waiting for quota: needs 1 GPU/);
     await waitText(alice, '#work', /left before its time limit/);
+    // newest first: the session (asked for last) is the first row, before the training run
+    const first = await textOf(alice, '#my-work tbody tr');
+    expect(/session-/.test(first), 'the first row is not the newest: ' + first);
     await shot(alice, 'home');
   });
   await step('queues page shows the team quota in use', async () => {
@@ -181,6 +199,12 @@ async function main() {
   await step('admin raises the quota; the waiting session starts', async () => {
     await admin.goto(BASE + '/ui/queues');
     const q = admin.getByLabel('New nominal quota of nvidia.com/gpu in team-a');
+    await q.fill('2');
+    await q.fill('lots');
+    await q.press('Enter');
+    // a refused quota is said on its form, not on a bare error page
+    await waitText(admin, '#cq-team-a .field-error', /Not changed: a quota is a quantity/);
+    expect(await q.inputValue() === 'lots', 'the typed value was lost');
     await q.fill('2');
     await q.press('Enter'); // the keyboard submits it as well as the Set button
     await admin.waitForURL(BASE + '/ui/queues');
@@ -250,6 +274,11 @@ async function main() {
       const models = await alice.locator('#chat-model option').allTextContents();
       expect(models.includes(process.env.E2E_MODEL) && !models.includes('secret-llm'), 'playground models: ' + models.join(', '));
     }
+    // pattern= compiles under the v flag: the browser refuses Bad_Key itself
+    await alice.getByLabel('Name', { exact: true }).fill('Bad_Key');
+    expect(await alice.locator('#key-name').evaluate((e) => e.validity.patternMismatch), 'the browser accepts key name Bad_Key');
+    // a key lives at most as long as its tier allows (maxKeyLifetime 90d in fixtures/tier.yaml)
+    expect(await alice.locator('#key-days').getAttribute('max') === '90', 'days max ' + await alice.locator('#key-days').getAttribute('max'));
     await alice.getByLabel('Name', { exact: true }).fill('laptop');
     await alice.getByRole('button', { name: 'Create key' }).click();
     const key = await waitText(alice, '#new-key-value', /^gpa_/);
@@ -298,6 +327,46 @@ async function main() {
     await admin.getByRole('button', { name: 'Submit' }).click();
     await admin.waitForURL(BASE + '/ui/models');
     await waitText(admin, '#model-list', /portal-llm/);
+    // a model's server is the gateway's, shown apart from the admin's own work (vLLM is not
+    // here, so portal-llm's server fails and is restarted: a server that stays up is used)
+    const idle = 'apiVersion: gpuaas.dev/v1alpha1\nkind: Model\nmetadata: {name: idle-llm}\nspec:\n  servedNames: [idle-llm]\n' +
+      '  tiers: [default]\n  workload: {namespace: team-a, queue: main, command: [sleep, "600"], resources: {nvidia.com/gpu: "1"}}\n';
+    const ap = await admin.request.post(BASE + '/api/v1/apply', { headers: { Authorization: 'Bearer ' + ADMIN_TOKEN,
+      'Content-Type': 'application/yaml' }, data: idle });
+    expect(ap.status() === 200, 'apply idle-llm answered ' + ap.status() + ' ' + (await ap.text()).slice(0, 200));
+    await admin.goto(BASE + '/');
+    await waitText(admin, '#model-servers', /maas-idle-llm-0[\s\S]*model server/);
+    expect(await admin.locator('#my-work', { hasText: 'maas-idle-llm' }).count() === 0, 'a model server is mixed with my work');
+    await shot(admin, 'home-model-servers');
+    await admin.goto(BASE + '/ui/admin');
+    await waitText(admin, '#tier-table', /default[\s\S]*60 requests a minute[\s\S]*90 days/);
+  });
+  await step('My work pages instead of cutting (55 more workloads)', async () => {
+    let y = '';
+    for (let i = 0; i < 55; i++)
+      y += 'apiVersion: batch/v1\nkind: Job\nmetadata: {name: bulk-' + String(i).padStart(2, '0') + ', namespace: team-a, ' +
+           'labels: {kueue.x-k8s.io/queue-name: main}}\nspec: {template: {spec: {containers: [{name: c, image: x, command: [sleep, "1"], ' +
+           'resources: {requests: {nvidia.com/gpu: "8"}}}]}}}\n---\n';
+    const r = await admin.request.post(BASE + '/api/v1/workloads', { headers: { Authorization: 'Bearer ' + ADMIN_TOKEN,
+      'Content-Type': 'application/yaml' }, data: y });
+    expect(r.status() < 300, 'bulk submit answered ' + r.status() + ' ' + (await r.text()).slice(0, 200));
+    await alice.goto(BASE + '/');
+    await waitText(alice, '.pager', /Newest 1–50 of 5\d/);
+    expect(/bulk-54/.test(await textOf(alice, '#my-work tbody tr')), 'the newest bulk job is not first');
+    await alice.getByRole('link', { name: 'Older' }).click();
+    await waitText(alice, '#my-work', /train-/); // the oldest, never silently cut
+  });
+  await step('pages fit a phone (390x844): no sideways scrolling', async () => {
+    const ctx = await browser.newContext({ viewport: { width: 390, height: 844 }, storageState: await alice.context().storageState() });
+    const phone = await ctx.newPage();
+    for (const [name, url] of [['home', '/'], ['catalog', '/ui/new'], ['form', '/ui/new/interactive-session'], ['queues', '/ui/queues'],
+                               ['workload', session.slice(BASE.length)], ['models', '/ui/models'], ['gpus', '/ui/gpus']]) {
+      await phone.goto(BASE + url);
+      const [sw, iw] = await phone.evaluate(() => [document.documentElement.scrollWidth, window.innerWidth]);
+      expect(sw <= iw, name + ' is ' + sw + ' px wide on a ' + iw + ' px phone');
+      if (name === 'queues' || name === 'workload') await shot(phone, 'phone-' + name); // the two docs/portal.md shows
+    }
+    await ctx.close();
   });
   await step('sign out ends the session', async () => {
     await alice.getByRole('button', { name: 'Sign out' }).click();

@@ -345,3 +345,47 @@ Test(portal_models, only_models_of_the_users_tiers)
     json_decref(tiers);
     json_decref(models);
 }
+
+/* Chromium compiles pattern= with the `v` flag: a plain '-' in a class is an error there,
+ * and an invalid pattern checks nothing (Bad_Key was accepted). */
+Test(portal_html, patterns_translate_to_the_v_flag)
+{
+    char out[256];
+    cr_assert_eq(gx_portal_html_pattern("^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", out, sizeof out), 0);
+    cr_assert_str_eq(out, "^[a-z0-9]([\\-a-z0-9]*[a-z0-9])?$");
+    cr_assert_eq(gx_portal_html_pattern("^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$", out, sizeof out), 0);
+    cr_assert_str_eq(out, "^[a-z0-9]([\\-a-z0-9\\.]*[a-z0-9])?$");
+    cr_assert_eq(gx_portal_html_pattern("^(/|s3://|https://)[^ ]+$", out, sizeof out), 0);
+    cr_assert_str_eq(out, "^(/|s3://|https://)[^ ]+$");
+    cr_assert_eq(gx_portal_html_pattern("[]a(-]x{2,3}\\-y}", out, sizeof out), 0);
+    cr_assert_str_eq(out, "[\\]a\\(\\-]x{2,3}-y\\}");
+    cr_assert_eq(gx_portal_html_pattern("[[:digit:]_]+", out, sizeof out), 0);
+    cr_assert_str_eq(out, "[0-9_]+");
+    cr_assert_eq(gx_portal_html_pattern("[[:punct:]]", out, sizeof out), -1, "an unknown class has no translation");
+    cr_assert_eq(gx_portal_html_pattern("[[.a.]]", out, sizeof out), -1);
+    cr_assert_eq(gx_portal_html_pattern("a\\", out, sizeof out), -1);
+    cr_assert_eq(gx_portal_html_pattern("[abc", out, sizeof out), -1);
+    cr_assert_eq(gx_portal_html_pattern("^[a-z]+$", out, 4), -1, "too long for out");
+}
+
+/* "queue team-a uses 2 of 1" and "QuotaReserved (not yet)" were the pages' words. */
+Test(portal_words, scheduler_messages_in_plain_words)
+{
+    char out[600];
+    cr_assert_eq(gx_portal_plain_message("waiting for 2 nvidia.com/gpu in flavor h100: queue team-a uses 1 of 2", out, sizeof out), 1);
+    cr_assert_str_eq(out, "Waiting for quota: needs 2 GPUs, team-a has 1 free (of 2)");
+    cr_assert_eq(gx_portal_plain_message("waiting for 1 nvidia.com/gpu in flavor h100: queue team-a uses 2 of 1, "
+                                         "cohort lab can lend 3 (borrowingLimit reached)", out, sizeof out), 1);
+    cr_assert_str_eq(out, "Waiting for quota: needs 1 GPU, team-a has 0 free (of 1); teams sharing with it (cohort lab) can "
+                          "lend 3; it already borrows as much as it may");
+    cr_assert_eq(gx_portal_plain_message("pod set main needs 4 nvidia.com/gpu in flavor h100, more than ClusterQueue team-a "
+                                         "can ever get (2)", out, sizeof out), 1);
+    cr_assert_str_eq(out, "Too big to ever start: needs 4 GPUs, team-a can never have more than 2");
+    cr_assert_eq(gx_portal_plain_message("quota fits but no node has 2 free nvidia.com/gpu", out, sizeof out), 1);
+    cr_assert_str_eq(out, "The quota is there, but no node has 2 GPUs free right now");
+    cr_assert_eq(gx_portal_plain_message("cancelled by alice", out, sizeof out), 0);
+    cr_assert_str_eq(out, "cancelled by alice");
+    cr_assert_str_eq(gx_portal_plain_condition("QuotaReserved", 0), "Waiting for quota");
+    cr_assert_str_eq(gx_portal_plain_condition("Admitted", 1), "Admitted: it may start");
+    cr_assert_str_eq(gx_portal_plain_condition("SomethingNew", 1), "SomethingNew");
+}
