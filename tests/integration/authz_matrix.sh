@@ -139,7 +139,7 @@ s_session() {
 $(<"$ROOT/tests/integration/session_echo.py")
 PYEOF" | sed "s|^  labels:|  annotations: {gpuaas.dev/session-port: \"$port\"}\n  labels:|" >"$TMP/sx.yaml"
   TOKEN=$ADMIN api POST /api/v1/workloads -H 'Content-Type: application/yaml' --data-binary @"$TMP/sx.yaml" >/dev/null
-  up() { [[ $(curl -s -o /dev/null -w '%{http_code}' -b "$AJAR" "$S/ui/sessions/team-a/sx/") == 200 ]]; }
+  up() { [[ $(curl -s -o /dev/null -w '%{http_code}' -b "$SJAR" "$S/ui/sessions/team-a/sx/") == 200 ]]; }
   until_ok 30 up || fail "the matrix's session never answered through the portal"
   SESSION_UP=1
 }
@@ -233,12 +233,14 @@ POST   /ui/admin/password                      403  403   403 403   403   403  4
 POST   /ui/admin/delete                        403  403   403 403   403   403  403    2     f_delete
 GET    /assets/{asset}                         2    2     2   2     2     2    2      2     -
 GET    /favicon.ico                            2    2     2   2     2     2    2      2     -
-# (the sessions rows come before the logout row, which ends the portal sessions they use)
-GET    /ui/sessions/team-a/sx/x                L    L     L   L     L     2    2      2     s_session
-POST   /ui/sessions/team-a/sx/x                403  403   403 403   403   2    2      2     s_session
-PUT    /ui/sessions/team-a/sx/x                403  403   403 403   403   2    2      2     s_session
-PATCH  /ui/sessions/team-a/sx/x                403  403   403 403   403   2    2      2     s_session
-DELETE /ui/sessions/team-a/sx/x                403  403   403 403   403   2    2      2     s_session
+# (the sessions rows come before the logout row, which ends the portal sessions they use;
+# the admin (nocsrf, asess) is no member of team-a, and a session's pages would run as
+# the admin: 404)
+GET    /ui/sessions/team-a/sx/x                L    L     L   L     L     2    404    404   s_session
+POST   /ui/sessions/team-a/sx/x                403  403   403 403   403   2    404    404   s_session
+PUT    /ui/sessions/team-a/sx/x                403  403   403 403   403   2    404    404   s_session
+PATCH  /ui/sessions/team-a/sx/x                403  403   403 403   403   2    404    404   s_session
+DELETE /ui/sessions/team-a/sx/x                403  403   403 403   403   2    404    404   s_session
 POST   /logout                                 403  403   403 403   403   L    403    L     s_logout
 T
 )

@@ -4,7 +4,7 @@
 # /ui/sessions/NS/NAME/... to 127.0.0.1:PORT, as Open OnDemand does for Jupyter. The
 # shipped interactive template, submitted through the portal's form, serves its folder
 # (python3 -m http.server) and is reached by a signed-in user of its namespace and an
-# admin, not by another namespace's user (404) or anyone not signed in; a session echo
+# (not by an admin who is no member, nor by another namespace's user: 404) or anyone not signed in; a session echo
 # (session_echo.py) shows what is forwarded (no portal cookie, CSRF token or credential;
 # the prefix stripped, X-Forwarded-Prefix set) and echoes a WebSocket through the relay;
 # a port below 1024, or one a session started earlier declares, is refused.
@@ -43,7 +43,9 @@ reach() { [[ $(code "$TMP/alice.jar" GET "/ui/sessions/team-a/$SESS/") == 200 ]]
 until_ok 30 reach || fail "the session never answered through the portal: $(code "$TMP/alice.jar" GET "/ui/sessions/team-a/$SESS/") $(head -c 300 "$TMP/out")"
 h=$(curl -s -D - -o /dev/null -b "$TMP/alice.jar" "$S/ui/sessions/team-a/$SESS/")
 expect_match "alice reaches her session's web server" "$h" 'Server: SimpleHTTP'
-expect_eq "an admin reaches it too" "$(code "$TMP/admin.jar" GET "/ui/sessions/team-a/$SESS/")" 200
+# its pages run in the portal's origin with the viewer's session: an admin who is no
+# member of team-a must not hand team-a the admin's portal by opening it
+expect_eq "an admin of other namespaces does not reach it (404)" "$(code "$TMP/admin.jar" GET "/ui/sessions/team-a/$SESS/")" 404
 expect_eq "bob (team-b) does not: 404, as if absent" "$(code "$TMP/bob.jar" GET "/ui/sessions/team-a/$SESS/")" 404
 expect_eq "nobody signed in: the sign-in page" "$(code "" GET "/ui/sessions/team-a/$SESS/")" 303
 expect_match "... (to /login)" "$(curl -s -o /dev/null -w '%{redirect_url}' "$S/ui/sessions/team-a/$SESS/")" '/login$'
