@@ -254,7 +254,8 @@ static void apply(route_ctx *c)
 
 static const struct { const char *plural, *kind; } kinds[] = {
     {"resourceflavors", "ResourceFlavor"}, {"cohorts", "Cohort"}, {"workloadpriorityclasses", "WorkloadPriorityClass"},
-    {"nodes", "Node"}, {"clusterqueues", "ClusterQueue"}, {"localqueues", "LocalQueue"}, {NULL, NULL},
+    {"nodes", "Node"}, {"clusterqueues", "ClusterQueue"}, {"localqueues", "LocalQueue"},
+    {"admissionchecks", "AdmissionCheck"}, {NULL, NULL},
 };
 
 static json_t *find_named(json_t *arr, const char *ns, const char *name)

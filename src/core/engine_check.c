@@ -387,7 +387,15 @@ void gx_engine_check_restore(gx_engine *e, gx_wl *w, const json_t *status, int64
     const char *st = gx_engine_obj_str(status, "state");
     size_t i;
     const json_t *c;
+    int ended = st && (!strcmp(st, "Finished") || !strcmp(st, "Deactivated"));
     json_array_foreach(json_object_get(status, "admissionChecks"), i, c) {
+        /* an ended workload holds no quota: its checks are only history, kept as recorded */
+        const char *cn = gx_engine_obj_str(c, "name");
+        if (ended && cn) {
+            w->chk = gx_xreallocarray(w->chk, (size_t)w->n_chk + 1, sizeof *w->chk);
+            memset(&w->chk[w->n_chk], 0, sizeof *w->chk);
+            w->chk[w->n_chk++].name = gx_xstrdup(cn);
+        }
         const char *n = gx_engine_obj_str(c, "name"), *msg = gx_engine_obj_str(c, "message");
         int s = gx_engine_check_state_parse(gx_engine_obj_str(c, "state"));
         for (int k = 0; n && s >= 0 && k < w->n_chk; k++) {
@@ -398,6 +406,7 @@ void gx_engine_check_restore(gx_engine *e, gx_wl *w, const json_t *status, int64
             w->chk[k].t = t;
         }
     }
+    if (ended) return;
     if (st && !strcmp(st, "Admitted")) {
         /* admitted before its queue had checks: it has none to show */
         if (!json_array_size(json_object_get(status, "admissionChecks"))) gx_engine_check_wl_free(w);

@@ -700,6 +700,7 @@ int gx_engine_restore(gx_engine *e, const json_t *job, const json_t *status, gx_
         gx_engine_wl_set_cond(w, GX_C_FINISHED, 1, w->succeeded ? "Succeeded" : "Failed", NULL, w->finished_at);
     else
         gx_engine_wl_set_cond(w, GX_C_REQUEUED, 0, "Deactivated", NULL, w->finished_at);
+    gx_engine_check_restore(e, w, status, w->admitted_at);
     restore_conditions(e, w, status);
     return 0;
 }

@@ -222,6 +222,25 @@ Test(engine_check, restart_keeps_check_states)
     gx_engine_free(en);
 }
 
+Test(engine_check, restart_keeps_a_rejection)
+{
+    gx_engine *en = setup("[approval]");
+    json_t *m = job("t", "a", "main", NULL, 1, "1", "4");
+    json_incref(m);
+    submit_ok(en, m, 0);
+    admits(en, 1, "t/a");
+    gx_err e;
+    cr_assert_eq(gx_engine_set_check(en, "t", "a", NULL, GX_CHECK_REJECTED, "too big", 2, &e), 0, "%s", e.msg);
+    en = restart(en, "[approval]", "t/a", m);
+    cr_assert_str_eq(state_of(en, "t/a"), "Deactivated");
+    cr_assert_str_eq(check_state(en, "t/a", 0), "Rejected");
+    json_t *w = gx_engine_workload(en, "t/a", 0);
+    cr_assert_str_eq(json_string_value(json_object_get(json_array_get(json_object_get(w, "admissionChecks"), 0), "message")), "too big");
+    json_decref(w);
+    json_decref(m);
+    gx_engine_free(en);
+}
+
 Test(engine_check, admission_check_kind)
 {
     gx_engine *en = gx_engine_new(NULL);
