@@ -60,6 +60,26 @@ static int need_admin(route_ctx *c)
     return -1;
 }
 
+/* POST .../approve|reject {"check": optional, "message"}: the gpuaas.dev/approval
+ * admission-check controller's verdict (admins only; a rejection needs its reason). */
+static void approve(route_ctx *c, const char *key, int yes)
+{
+    gx_err e;
+    gx_err_clear(&e);
+    json_error_t je;
+    json_t *b = c->req->body_len ? json_loadb(c->req->body, c->req->body_len, JSON_REJECT_DUPLICATES, &je) : json_object();
+    const json_t *chk = json_object_get(b, "check"), *msg = json_object_get(b, "message");
+    if (!json_is_object(b)) gx_errf(&e, 400, "", "body must be a JSON object {\"check\", \"message\"}");
+    else if (chk && !json_is_string(chk)) gx_errf(&e, 422, "check", "check must be the name of an admission check");
+    else if (msg && !json_is_string(msg)) gx_errf(&e, 422, "message", "message must be a string");
+    else if (!yes && !*(json_string_value(msg) ?: "")) gx_errf(&e, 422, "message", "a rejection needs a message: the reason the user will see");
+    if (e.status || gx_d_approve(c->d, key, yes, json_string_value(chk), json_string_value(msg), c->user->name, &e))
+        reply_err(c, &e);
+    else
+        gx_resp_json(c->resp, 200, gx_d_view(c->d, key));
+    json_decref(b);
+}
+
 static int need_ns(route_ctx *c, const char *ns)
 {
     if (gx_user_in_ns(c->user, ns)) return 0;
@@ -241,6 +261,10 @@ static void workload_routes(route_ctx *c)
         if (!is(c, "POST")) { method_not_allowed(c); return; }
         if (gx_d_cancel(c->d, key, c->user->name, &e)) { reply_err(c, &e); return; }
         gx_resp_json(c->resp, 200, gx_d_view(c->d, key));
+    } else if (!strcmp(c->seg[5], "approve") || !strcmp(c->seg[5], "reject")) {
+        if (!is(c, "POST")) { method_not_allowed(c); return; }
+        if (need_admin(c)) return;
+        approve(c, key, c->seg[5][0] == 'a');
     } else if (!strcmp(c->seg[5], "logs")) {
         if (!is(c, "GET")) { method_not_allowed(c); return; }
         const char *f = gx_req_query(c->req, "follow");
@@ -293,7 +317,8 @@ static void apply(route_ctx *c)
 
 static const struct { const char *plural, *kind; } kinds[] = {
     {"resourceflavors", "ResourceFlavor"}, {"cohorts", "Cohort"}, {"workloadpriorityclasses", "WorkloadPriorityClass"},
-    {"nodes", "Node"}, {"clusterqueues", "ClusterQueue"}, {"localqueues", "LocalQueue"}, {NULL, NULL},
+    {"nodes", "Node"}, {"clusterqueues", "ClusterQueue"}, {"localqueues", "LocalQueue"},
+    {"admissionchecks", "AdmissionCheck"}, {NULL, NULL},
 };
 
 static json_t *find_named(json_t *arr, const char *ns, const char *name)

@@ -62,6 +62,12 @@ static const gx_opt users_create_opts[] = {
     {0},
 };
 static const gx_opt no_opts[] = {{0}};
+static const gx_opt verdict_opts[] = {   /* approve, reject */
+    {"namespace", 'n', "NS", "namespace of a NAME given without NS/ (default: $GPUAAS_NAMESPACE, else your only namespace)"},
+    {"message", 'm', "TEXT", "why (required for reject: the workload's user sees it)"},
+    {"check", 0, "NAME", "the admission check to set (default: every gpuaas.dev/approval check of the workload)"},
+    {0},
+};
 static const gx_opt mig_apply_opts[] = {
     {"node", 0, "N", "the node (default: the only one)"},
     {"filename", 'f', "FILE", "a mig-parted file to take CONFIG from (default: the daemon's inventory.migConfig)"},
@@ -120,6 +126,17 @@ static const gx_cli_cmd commands[] = {
      REF_DETAILS "Every workload named is cancelled even when one fails; the exit status is 1 if any failed.\n",
      "gpuaas cancel team-a/train-1\ngpuaas cancel -n team-a train-1 train-2\n",
      ns_opts, 1, 1, -1, gx_cli_run_cancel},
+    {"approve", "NS/NAME [--message TEXT] [--check NAME]", "approve a workload waiting for an admission check (admin)",
+     REF_DETAILS "A ClusterQueue with an AdmissionCheck of controller gpuaas.dev/approval holds a workload's\n"
+     "quota and keeps it Pending until an admin approves it; it then starts at the next pass.\n"
+     "--check sets one named check Ready instead, also one whose controller gpuaas does not run.\n",
+     "gpuaas approve team-a/train-1\ngpuaas approve team-a/train-1 --check provisioning\n",
+     verdict_opts, 1, 1, 1, gx_cli_run_approve},
+    {"reject", "NS/NAME --message TEXT [--check NAME]", "reject a workload waiting for an admission check (admin)",
+     REF_DETAILS "The check becomes Rejected and the workload Deactivated (Evicted, reason Deactivated) with\n"
+     "the message as its reason; it is not restarted.\n",
+     "gpuaas reject team-a/train-1 --message \"no budget left this month\"\n",
+     verdict_opts, 1, 1, 1, gx_cli_run_reject},
     {"queues", "", "show ClusterQueues (quota and usage per flavor/resource) and LocalQueues",
      "-o wide adds the borrowing and lending limits and whether the queue is active.\n",
      "gpuaas queues\ngpuaas queues -n team-a -o yaml\n", queues_opts, 1, 0, 0, gx_cli_run_queues},

@@ -52,6 +52,8 @@ int gx_cli_run_ls(gx_cli_ctx *c);
 int gx_cli_run_show(gx_cli_ctx *c);
 int gx_cli_run_logs(gx_cli_ctx *c);
 int gx_cli_run_cancel(gx_cli_ctx *c);
+int gx_cli_run_approve(gx_cli_ctx *c);   /* cmd_approve.c: the gpuaas.dev/approval controller */
+int gx_cli_run_reject(gx_cli_ctx *c);
 int gx_cli_run_queues(gx_cli_ctx *c);
 int gx_cli_run_gpus(gx_cli_ctx *c);
 int gx_cli_run_get(gx_cli_ctx *c);

@@ -38,7 +38,7 @@ void gx_engine_free(gx_engine *e);
 /* ---- objects ------------------------------------------------------------------ */
 
 /* Create or replace one object: kueue.x-k8s.io/v1beta2 ResourceFlavor, ClusterQueue,
- * Cohort, LocalQueue, WorkloadPriorityClass, or gpuaas.dev/v1alpha1 Node. The object
+ * Cohort, LocalQueue, WorkloadPriorityClass, AdmissionCheck, or gpuaas.dev/v1alpha1 Node. The object
  * is validated completely before anything changes (Kueue's schema, CEL and webhook
  * rules; unknown kind/apiVersion -> 400). Returns 0, or -1 with err (status 400/422). */
 int gx_engine_apply(gx_engine *e, const json_t *obj, gx_err *err);
@@ -117,6 +117,28 @@ size_t gx_engine_schedule(gx_engine *e, int64_t now_ms, gx_action **out);
 /* The earliest time > now at which schedule() would have timed work to do (a maximum
  * execution time running out), or INT64_MAX when none. */
 int64_t gx_engine_next_wakeup(const gx_engine *e, int64_t now_ms);
+
+/* ---- admission checks (engine_check.c) --------------------------------------------
+ * Kueue's two-phase admission: a workload whose ClusterQueue has admission checks
+ * (spec.admissionChecks, or admissionChecksStrategy with onFlavors) first reserves quota
+ * (condition QuotaReserved; it holds quota and devices and blocks others) and is
+ * Admitted, with a GX_ACT_ADMIT action, only at the first pass after every check is
+ * Ready. Until then its phase is Pending and the view's "admissionChecks" lists
+ * [{"name","state","message","lastTransitionTime"}]. gpuaas runs one controller,
+ * GX_APPROVAL_CONTROLLER; checks of other controllers wait until someone sets them. */
+#define GX_APPROVAL_CONTROLLER "gpuaas.dev/approval"
+typedef enum gx_check_state {
+    GX_CHECK_PENDING = 0, GX_CHECK_READY, GX_CHECK_RETRY, GX_CHECK_REJECTED
+} gx_check_state;
+/* "Pending", "Ready", "Retry", "Rejected" -> the state, or -1. */
+int gx_engine_check_state_parse(const char *s);
+/* Set check `check` of workload ns/name (check NULL: every check of the workload run by
+ * GX_APPROVAL_CONTROLLER). Ready: admitted at the next pass once all are Ready. Retry:
+ * quota released and the workload requeued (checks start again as Pending). Rejected:
+ * the workload is Deactivated (Evicted, reason "Deactivated", with message) and not
+ * restarted. -1 with 404 (workload or check unknown), 409 (not waiting for checks). */
+int gx_engine_set_check(gx_engine *e, const char *ns, const char *name, const char *check,
+                        gx_check_state st, const char *message, int64_t now_ms, gx_err *err);
 
 /* ---- views (new JSON values; the caller owns them) -------------------------------- */
 

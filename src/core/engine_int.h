@@ -136,6 +136,7 @@ typedef struct gx_cq {
     int64_t admitted_total, evicted_total;
     int64_t preempting_total;    /* workloads preempted by this queue's workloads */
     json_t *counts;              /* admissions and evictions by label set (engine_counts.c) */
+    struct gx_cq_chk *chk; int n_chk;    /* admission checks (engine_check.c) */
 } gx_cq;
 
 typedef struct gx_cohort {
@@ -268,7 +269,17 @@ typedef struct gx_wl {
     int max_exec_tracked;        /* counted in e->n_max_exec */
     int adm_pos;                 /* index in cq->adm, -1 when not admitted */
     int pvariant;                /* preemption reason class while chosen as a target */
+    /* admission checks (engine_check.c): with checks, an ADMITTED workload holds its quota
+     * (QuotaReserved) but is Admitted only once every check is Ready */
+    struct gx_wl_chk *chk; int n_chk;
+    int chk_wait;                /* 0 admitted, 1 waiting for checks, 2 all Ready: admit next pass */
 } gx_wl;
+
+/* The phase callers see: quota reserved but checks not all Ready is still Pending. */
+static inline int gx_engine_wl_pub(const gx_wl *w)
+{
+    return w->state == GX_WL_ADMITTED && w->chk_wait ? GX_WL_PENDING : w->state;
+}
 
 struct gx_engine {
     gx_engine_opts opts;
@@ -304,6 +315,9 @@ struct gx_engine {
     /* quota reserved for preemptors without targets during one cycle */
     int *rsv_node, *rsv_fr; int64_t *rsv_amt; int n_rsv, cap_rsv;
     struct gx_entry *ents; int cap_ents;   /* scratch heads of a cycle (engine_sched.c) */
+    /* AdmissionCheck objects (engine_check.c) */
+    struct gx_ac *acs; int n_ac, cap_ac; gx_strmap ac_map;
+    int n_chk_go;                /* workloads whose checks all became Ready (chk_wait 2) */
     /* actions being produced by schedule() */
     gx_action *acts; size_t n_acts, cap_acts;
 };
@@ -447,6 +461,27 @@ void gx_engine_gpu_add_user(gx_gpu *g, int wi, int pod);
 void gx_engine_sched_act(gx_engine *e, gx_act_kind k, const gx_wl *w, const char *by,
                          const char *reason, const char *msg);
 void gx_engine_sched_admit(gx_engine *e, gx_wl *w, const gx_assign *a, int64_t now, int emit);
+
+/* engine_check.c: AdmissionChecks and the two-phase admission */
+typedef struct gx_ac { char *name, *controller; json_t *manifest; } gx_ac;
+typedef struct gx_cq_chk { char *name; int n_on; int *on; } gx_cq_chk;   /* on: flavor ids */
+typedef struct gx_wl_chk { char *name; int state; char *msg; int64_t t; } gx_wl_chk;
+int gx_engine_check_apply(gx_engine *e, const json_t *obj, gx_err *err);
+int gx_engine_check_delete(gx_engine *e, const char *name, gx_err *err);
+void gx_engine_check_add_objects(const gx_engine *e, json_t ***v, int *n, int *cap);
+void gx_engine_check_free_all(gx_engine *e);
+int gx_engine_check_parse_cq(gx_engine *e, const json_t *spec, gx_cq *c, gx_err *err);
+void gx_engine_check_cq_free(gx_cq *c);
+/* After quota was reserved: 1 when the workload now waits for checks, 0 when it has none. */
+int gx_engine_check_reserve(gx_engine *e, gx_wl *w, int64_t now);
+/* Every check Ready: the workload is Admitted (an ADMIT action when emit). */
+void gx_engine_check_admit(gx_engine *e, gx_wl *w, int64_t now, int emit);
+void gx_engine_check_pass(gx_engine *e, int64_t now);   /* admit those whose checks became Ready */
+void gx_engine_check_reset(gx_engine *e, gx_wl *w, int64_t now);   /* eviction: back to Pending */
+void gx_engine_check_wl_free(gx_wl *w);
+void gx_engine_check_restore(gx_engine *e, gx_wl *w, const json_t *status, int64_t admitted_at);
+int gx_engine_check_restoring(const json_t *status);   /* status of a workload waiting for checks? */
+json_t *gx_engine_check_view(const gx_wl *w);           /* status.admissionChecks, NULL when none */
 
 /* engine_view.c */
 char *gx_engine_view_why(const gx_engine *e, const gx_wl *w);

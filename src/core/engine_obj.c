@@ -232,6 +232,7 @@ static void cq_free_spec(gx_cq *c)
     json_decref(c->counts);
     qs_free(&c->qs);
     free(c->res_rg);
+    gx_engine_check_cq_free(c);
 }
 
 static int parse_cq(gx_engine *e, const json_t *obj, gx_cq *c, gx_err *err)
@@ -251,6 +252,7 @@ static int parse_cq(gx_engine *e, const json_t *obj, gx_cq *c, gx_err *err)
     if (parse_enum(spec, "queueingStrategy", STRATEGY, 2, GX_BESTEFFORT, &c->strategy, "spec.queueingStrategy", err) < 0) goto bad;
     if (parse_enum(spec, "stopPolicy", STOP, 3, GX_STOP_NONE, &c->stop, "spec.stopPolicy", err) < 0) goto bad;
     if (parse_nssel(json_object_get(spec, "namespaceSelector"), &c->nssel, err) < 0) goto bad;
+    if (gx_engine_check_parse_cq(e, spec, c, err) < 0) goto bad;
     const json_t *p = json_object_get(spec, "preemption");
     if (parse_enum(p, "withinClusterQueue", PW_WITHIN, 3, GX_PW_NEVER, &c->p_within, "spec.preemption.withinClusterQueue", err) < 0) goto bad;
     if (parse_enum(p, "reclaimWithinCohort", PW_RECLAIM, 4, GX_PW_NEVER, &c->p_reclaim, "spec.preemption.reclaimWithinCohort", err) < 0) goto bad;
@@ -502,7 +504,8 @@ int gx_engine_apply(gx_engine *e, const json_t *obj, gx_err *err)
     else if (!strcmp(kind, "WorkloadPriorityClass")) rc = apply_wpc(e, obj, err);
     else if (!strcmp(kind, "Workload"))
         rc = gx_errf(err, 400, "kind", "Workload is a workload: submit it instead of applying it");
-    else if (!strcmp(kind, "AdmissionCheck") || !strcmp(kind, "Topology") || !strcmp(kind, "ProvisioningRequestConfig")
+    else if (!strcmp(kind, "AdmissionCheck")) rc = gx_engine_check_apply(e, obj, err);
+    else if (!strcmp(kind, "Topology") || !strcmp(kind, "ProvisioningRequestConfig")
              || !strcmp(kind, "MultiKueueConfig") || !strcmp(kind, "MultiKueueCluster"))
         rc = gx_errf(err, 400, "kind", "kind %s is not supported by gpuaas", kind);
     else rc = gx_errf(err, 400, "kind", "unknown kind \"%s\" for %s", kind, av);
@@ -597,6 +600,8 @@ int gx_engine_delete(gx_engine *e, const char *kind, const char *ns, const char 
             gx_strmap_puti(&e->wpc_map, e->wpcs[i].name, i);
         }
         e->n_wpc--;
+    } else if (!strcmp(kind, "AdmissionCheck")) {
+        if (gx_engine_check_delete(e, name, err) < 0) return -1;
     } else if (!strcmp(kind, "Node")) {
         if ((i = gx_strmap_geti(&e->node_map, name)) < 0) goto nf;
         for (int g = 0; g < e->nodes[i].n_gpus; g++)
@@ -648,6 +653,7 @@ json_t *gx_engine_objects(const gx_engine *e, const char *kind)
     else if (!strcmp(kind, "LocalQueue")) for (int i = 0; i < e->n_lq; i++) ADD(e->lqs[i].manifest);
     else if (!strcmp(kind, "WorkloadPriorityClass")) for (int i = 0; i < e->n_wpc; i++) ADD(e->wpcs[i].manifest);
     else if (!strcmp(kind, "Node")) for (int i = 0; i < e->n_nodes; i++) ADD(e->nodes[i].manifest);
+    else if (!strcmp(kind, "AdmissionCheck")) gx_engine_check_add_objects(e, &v, &n, &cap);
     else if (!strcmp(kind, "ResourceFlavor"))
         for (int i = 0; i < e->rf_cap; i++) if (e->rfs[i].present) ADD(e->rfs[i].manifest);
 #undef ADD

@@ -30,7 +30,7 @@ static const gx_wl *live(const gx_engine *e, const char *key)
 gx_wl_phase gx_engine_wl_phase(const gx_engine *e, const char *key)
 {
     const gx_wl *w = live(e, key);
-    return w ? (gx_wl_phase)w->state : GX_PHASE_ABSENT;
+    return w ? (gx_wl_phase)gx_engine_wl_pub(w) : GX_PHASE_ABSENT;
 }
 
 int gx_engine_wl_info(const gx_engine *e, const char *key, gx_wl_info *out)
@@ -40,17 +40,17 @@ int gx_engine_wl_info(const gx_engine *e, const char *key, gx_wl_info *out)
     const gx_wl *w = live(e, key);
     if (!w) return -1;
     int ended = w->state == GX_WL_FINISHED || w->state == GX_WL_DEACTIVATED;
-    out->phase = (gx_wl_phase)w->state;
+    out->phase = (gx_wl_phase)gx_engine_wl_pub(w);
     out->succeeded = w->state == GX_WL_FINISHED && w->succeeded;
     out->cluster_queue = w->cq >= 0 && w->cq < e->n_cq ? e->cqs[w->cq].name : NULL;
     out->created_ms = w->created;
     /* the view's rule for admittedAt: admitted now, or ended after an admission */
-    out->admitted_ms = w->state == GX_WL_ADMITTED || (ended && w->cond[GX_C_ADMITTED].set) ? w->admitted_at : -1;
+    out->admitted_ms = (w->state == GX_WL_ADMITTED && !w->chk_wait) || (ended && w->cond[GX_C_ADMITTED].set) ? w->admitted_at : -1;
     out->finished_ms = ended ? w->finished_at : -1;
     out->max_exec_s = w->s.max_exec_s > 0 ? w->s.max_exec_s : 0;
     out->acc_ms = w->acc_ms;
     out->n_podsets = w->s.nps;
-    out->admitted_pods = w->state == GX_WL_ADMITTED && w->adm ? (int)gx_engine_wl_pods(w) : 0;
+    out->admitted_pods = w->state == GX_WL_ADMITTED && !w->chk_wait && w->adm ? (int)gx_engine_wl_pods(w) : 0;
     return 0;
 }
 
@@ -90,6 +90,6 @@ size_t gx_engine_count_phase(const gx_engine *e, gx_wl_phase p)
 {
     size_t n = 0;
     for (int i = 0; i < e->n_wl; i++)
-        if (e->wls[i].live && (p == GX_PHASE_ABSENT || e->wls[i].state == (int)p)) n++;
+        if (e->wls[i].live && (p == GX_PHASE_ABSENT || gx_engine_wl_pub(&e->wls[i]) == (int)p)) n++;
     return n;
 }

@@ -95,6 +95,8 @@ void gx_engine_sched_admit(gx_engine *e, gx_wl *w, const gx_assign *a, int64_t n
     cq->admitted_total++;
     gx_engine_count_admit(cq, w);
     if (w->lq >= 0) e->lqs[w->lq].admitted_now++;
+    /* two-phase admission: with admission checks it only holds its quota for now */
+    if (gx_engine_check_reserve(e, w, now)) return;
     if (w->s.max_exec_s > 0) { w->max_exec_tracked = 1; e->n_max_exec++; }
     if (emit) gx_engine_sched_act(e, GX_ACT_ADMIT, w, NULL, "Admitted", msg);
 }
@@ -109,7 +111,7 @@ static void expire(gx_engine *e, int64_t now)
     if (!e->n_max_exec) return;
     for (int i = 0; i < e->n_wl; i++) {
         gx_wl *w = &e->wls[i];
-        if (!w->live || w->state != GX_WL_ADMITTED || w->s.max_exec_s <= 0) continue;
+        if (!w->live || w->state != GX_WL_ADMITTED || w->chk_wait || w->s.max_exec_s <= 0) continue;
         if (remaining_ms(w, now) > 0) continue;
         char msg[200];
         snprintf(msg, sizeof msg, "exceeded the maximum execution time (%llds)", (long long)w->s.max_exec_s);
@@ -125,7 +127,7 @@ int64_t gx_engine_next_wakeup(const gx_engine *e, int64_t now_ms)
     if (!e->n_max_exec) return best;
     for (int i = 0; i < e->n_wl; i++) {
         const gx_wl *w = &e->wls[i];
-        if (!w->live || w->state != GX_WL_ADMITTED || w->s.max_exec_s <= 0) continue;
+        if (!w->live || w->state != GX_WL_ADMITTED || w->chk_wait || w->s.max_exec_s <= 0) continue;
         int64_t t = now_ms + remaining_ms(w, now_ms);
         if (t <= now_ms) t = now_ms + 1;
         if (t < best) best = t;
@@ -298,6 +300,7 @@ size_t gx_engine_schedule(gx_engine *e, int64_t now_ms, gx_action **out)
     e->n_acts = 0;
     gx_engine_quota_ensure(e);
     if (e->orphans) { gx_engine_wl_attach_orphans(e); e->orphans = 0; }
+    gx_engine_check_pass(e, now_ms);
     expire(e, now_ms);
     drain(e, now_ms);
     for (int i = 0; i < e->n_cq; i++) e->cqs[i].blocked = 0;

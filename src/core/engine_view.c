@@ -152,12 +152,12 @@ static json_t *wl_json(const gx_engine *e, const gx_wl *w, int pcq, int plq)
     if (w->cq >= 0) json_object_set_new(o, "clusterQueue", json_string(e->cqs[w->cq].name));
     if (w->s.pc_name) json_object_set_new(o, "priorityClass", json_string(w->s.pc_name));
     json_object_set_new(o, "priority", json_integer(w->priority));
-    json_object_set_new(o, "state", json_string(gx_engine_phase_name((gx_wl_phase)w->state)));
+    json_object_set_new(o, "state", json_string(gx_engine_phase_name((gx_wl_phase)gx_engine_wl_pub(w))));
     if (w->state == GX_WL_FINISHED) json_object_set_new(o, "succeeded", json_boolean(w->succeeded));
     gx_time_fmt(w->created, t, sizeof t);
     json_object_set_new(o, "createdAt", json_string(t));
     /* An ended workload keeps its last admission time: "when did it start?" still matters. */
-    int was_admitted = w->state == GX_WL_ADMITTED ||
+    int was_admitted = (w->state == GX_WL_ADMITTED && !w->chk_wait) ||
                        ((w->state == GX_WL_FINISHED || w->state == GX_WL_DEACTIVATED) && w->cond[GX_C_ADMITTED].set);
     if (was_admitted) { gx_time_fmt(w->admitted_at, t, sizeof t); json_object_set_new(o, "admittedAt", json_string(t)); }
     if (w->state == GX_WL_FINISHED || w->state == GX_WL_DEACTIVATED) {
@@ -197,6 +197,8 @@ static json_t *wl_json(const gx_engine *e, const gx_wl *w, int pcq, int plq)
         if (own) free(msg);
     }
     json_object_set_new(o, "conditions", conds);
+    json_t *checks = gx_engine_check_view(w);          /* Kueue's status.admissionChecks */
+    if (checks) json_object_set_new(o, "admissionChecks", checks);
     if (w->state == GX_WL_PENDING && pcq >= 0) {
         json_object_set_new(o, "positionInClusterQueue", json_integer(pcq));
         json_object_set_new(o, "positionInLocalQueue", json_integer(plq));
@@ -222,7 +224,7 @@ static int match_filter(const gx_engine *e, const gx_wl *w, const gx_wl_filter *
         for (size_t i = 0; i < f->n_namespaces && !ok; i++) ok = !strcmp(f->namespaces[i], w->s.ns);
         if (!ok) return 0;
     }
-    if (f->state && gx_engine_phase_parse(f->state) != (gx_wl_phase)w->state) return 0;
+    if (f->state && gx_engine_phase_parse(f->state) != (gx_wl_phase)gx_engine_wl_pub(w)) return 0;
     if (f->cluster_queue && (w->cq < 0 || strcmp(f->cluster_queue, e->cqs[w->cq].name))) return 0;
     if (f->local_queue) {
         const char *qn = w->s.lq_name ? w->s.lq_name : "default";

@@ -80,6 +80,7 @@ static void wl_free(gx_wl *w)
     free(w->pl_dev);
     free(w->pl_devpod);
     for (int c = 0; c < GX_C_N; c++) free(w->cond[c].msg);
+    gx_engine_check_wl_free(w);
     memset(w, 0, sizeof *w);
 }
 
@@ -93,6 +94,7 @@ void gx_engine_free(gx_engine *e)
     gx_engine_quota_free(e);
     gx_share_engine_free(e);
     gx_engine_obj_free_all(e);
+    gx_engine_check_free_all(e);
     gx_engine_util_names_free(&e->res);
     gx_engine_util_names_free(&e->flv);
     gx_engine_util_names_free(&e->reasons);
@@ -524,7 +526,7 @@ int gx_engine_finish(gx_engine *e, const char *key, int succeeded, const char *m
 {
     gx_wl *w;
     if (lookup(e, key, &w, err) < 0) return -1;
-    if (w->state != GX_WL_ADMITTED) return gx_errf(err, 409, "", "workload %s is not admitted", key);
+    if (w->state != GX_WL_ADMITTED || w->chk_wait) return gx_errf(err, 409, "", "workload %s is not admitted", key);
     gx_engine_wl_release(e, w);
     w->state = GX_WL_FINISHED;
     w->succeeded = succeeded ? 1 : 0;
@@ -559,7 +561,7 @@ int gx_engine_cancel(gx_engine *e, const char *key, const char *message, int64_t
     if (lookup(e, key, &w, err) < 0) return -1;
     if (w->state != GX_WL_PENDING && w->state != GX_WL_ADMITTED)
         return gx_errf(err, 409, "", "workload %s has already ended", key);
-    int was = w->state == GX_WL_ADMITTED;
+    int was = w->state == GX_WL_ADMITTED && !w->chk_wait;   /* waiting for checks: nothing runs */
     gx_engine_wl_deactivate(e, w, "Deactivated",
                             gx_xstrdup(message && *message ? message : "The workload was cancelled"), now_ms);
     return was;
@@ -567,7 +569,8 @@ int gx_engine_cancel(gx_engine *e, const char *key, const char *message, int64_t
 
 void gx_engine_wl_evict(gx_engine *e, gx_wl *w, const char *reason, char *msg, int64_t now)
 {
-    w->acc_ms += now - w->admitted_at;
+    if (!w->chk_wait) w->acc_ms += now - w->admitted_at;   /* a reservation did not run */
+    gx_engine_check_reset(e, w, now);
     gx_engine_wl_release(e, w);
     w->state = GX_WL_PENDING;
     gx_engine_wl_set_cond(w, GX_C_EVICTED, 1, reason, msg, now);
@@ -651,9 +654,10 @@ int gx_engine_restore(gx_engine *e, const json_t *job, const json_t *status, gx_
     snprintf(key, sizeof key, "%s/%s", ns && *ns ? ns : "default", jstr(md, "name"));
     gx_wl *w = gx_engine_wl_get(e, key);
     const char *st = jstr(status, "state");
-    if (!st || !strcmp(st, "Pending")) return 0;
+    int reserved = gx_engine_check_restoring(status);   /* quota held, waiting for checks */
+    if (!st || (!strcmp(st, "Pending") && !reserved)) return 0;
     gx_engine_queue_remove(e, w);
-    if (!strcmp(st, "Admitted")) {
+    if (!strcmp(st, "Admitted") || reserved) {
         gx_assign a;
         memset(&a, 0, sizeof a);
         a.mode = GX_M_FIT;
@@ -680,6 +684,7 @@ int gx_engine_restore(gx_engine *e, const json_t *job, const json_t *status, gx_
         if (gx_time_parse(jstr(status, "admittedAt"), &t) == 0) adm = t;
         gx_engine_sched_admit(e, w, &a, adm, 0);
         gx_engine_place_restore(e, w, json_object_get(status, "placement"));
+        gx_engine_check_restore(e, w, status, adm);
         restore_conditions(e, w, status);
         return 0;
     }
@@ -696,6 +701,7 @@ int gx_engine_restore(gx_engine *e, const json_t *job, const json_t *status, gx_
         gx_engine_wl_set_cond(w, GX_C_FINISHED, 1, w->succeeded ? "Succeeded" : "Failed", NULL, w->finished_at);
     else
         gx_engine_wl_set_cond(w, GX_C_REQUEUED, 0, "Deactivated", NULL, w->finished_at);
+    gx_engine_check_restore(e, w, status, w->admitted_at);
     restore_conditions(e, w, status);
     return 0;
 }

@@ -62,7 +62,7 @@ static int engine_remove(void *ud, const char *kind, const char *ns, const char 
 
 void gx_d_register_engine_kinds(gx_daemon *d)
 {
-    static const char *const names[] = {"ResourceFlavor", "Cohort", "ClusterQueue", "LocalQueue",
+    static const char *const names[] = {"ResourceFlavor", "AdmissionCheck", "Cohort", "ClusterQueue", "LocalQueue",
                                         "WorkloadPriorityClass", "Node"};
     for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
         gx_kind k = {.kind = names[i],
@@ -94,6 +94,8 @@ static int check_kind(const gx_daemon *d, const json_t *doc, gx_err *err)
         return gx_errf(err, 400, "kind", "unknown kind %s (known: %s)", kind, known);
     }
     const char *want = k->api_version;
+    /* Kueue serves AdmissionCheck in both versions, unchanged between them */
+    if (!strcmp(kind, "AdmissionCheck") && !strcmp(av, "kueue.x-k8s.io/v1beta1")) return 0;
     if (strcmp(av, want)) {
         if (!strcmp(av, "kueue.x-k8s.io/v1beta1"))
             return gx_errf(err, 400, "apiVersion", "kueue.x-k8s.io/v1beta1 is deprecated; write %s "

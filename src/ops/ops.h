@@ -26,6 +26,12 @@ int gx_d_submit(gx_daemon *d, const json_t *manifest, const char *user_ns_check,
 /* Submit several as one: all are recorded in one transaction, or none (routes, portal). */
 int gx_d_submit_all(gx_daemon *d, json_t *const *manifests, size_t n, json_t **views, gx_err *err);
 int gx_d_cancel(gx_daemon *d, const char *key, const char *who, gx_err *err);
+/* The gpuaas.dev/approval controller (ops/approval.c), for admins only (the caller
+ * checks): approve (its checks Ready) or reject (Rejected: the workload is deactivated
+ * with message) a workload waiting for admission checks; check NULL: every check of the
+ * workload run by gpuaas.dev/approval. 404 unknown, 409 not waiting for checks. */
+int gx_d_approve(gx_daemon *d, const char *key, int approve, const char *check, const char *message,
+                 const char *who, gx_err *err);
 int gx_d_delete(gx_daemon *d, const char *key, gx_err *err);
 json_t *gx_d_view(gx_daemon *d, const char *key);
 json_t *gx_d_list(gx_daemon *d, const gx_wl_filter *f);

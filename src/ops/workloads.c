@@ -348,6 +348,9 @@ static void add_phase(gx_daemon *d, json_t *v)
         if (!strcmp(state, "Pending") && !strcmp(t, "QuotaReserved") &&
             !strcmp(json_string_value(json_object_get(c, "status")) ?: "", "False"))
             last = c;
+        else if (!strcmp(state, "Pending") && !strcmp(t, "Admitted") &&   /* quota held: waits for its checks */
+                 !strcmp(json_string_value(json_object_get(c, "reason")) ?: "", "UnsatisfiedChecks"))
+            last = c;
         else if (strcmp(state, "Pending")) last = c;
     }
     if (!last) last = json_array_get(conds, json_array_size(conds) ? json_array_size(conds) - 1 : 0);

@@ -93,12 +93,23 @@ apply_admin() {   # apply_admin YAML
 kueue() { printf 'apiVersion: kueue.x-k8s.io/v1beta2\nkind: %s\nmetadata: {name: %s%s}\n%s\n' "$1" "$2" "${4:+, namespace: $4}" "$3"; }
 gpuaas_obj() { printf 'apiVersion: gpuaas.dev/v1alpha1\nkind: %s\nmetadata: {name: %s}\n%s\n' "$1" "$2" "$3"; }
 declare -A V DEF=([wl]=wa-0 [cq]=team-a [lq]=main [rf]=h100 [co]=lab [pc]=pc-0 [node]=demo-node [gpu]=GPU-5d1e0a7c-0000-4000-8000-000000000000
-              [user]=bob [key]=x [model]=open-model [tier]=open [tpl]=batch-training [asset]=portal.js)
+              [ac]=approval [user]=bob [key]=x [model]=open-model [tier]=open [tpl]=batch-training [asset]=portal.js)
 submit_a wa-0 0 'echo hello; sleep 600'
 apply_admin "$(kueue WorkloadPriorityClass pc-0 'value: 5')"
+# admission checks: a queue whose workloads wait for an admin's approval (approve/reject rows)
+apply_admin "$(kueue AdmissionCheck approval 'spec: {controllerName: gpuaas.dev/approval}')"
+apply_admin "$(kueue ClusterQueue checked 'spec: {namespaceSelector: {}, admissionChecks: [approval], resourceGroups: [{coveredResources: [cpu, nvidia.com/gpu], flavors: [{name: h100, resources: [{name: cpu, nominalQuota: "100"}, {name: nvidia.com/gpu, nominalQuota: "0"}]}]}]}')"
+apply_admin "$(kueue LocalQueue checked 'spec: {clusterQueue: checked}' team-a)"
 BODY="" FORM=()
 set_wl()    { fresh n wl; V[wl]=$n; submit_a "${V[wl]}"; }
 set_wl_off(){ set_wl; TOKEN=$ADMIN api POST "/api/v1/workloads/team-a/${V[wl]}/cancel" >/dev/null; }   # deletable
+set_wl_chk(){   # a workload holding its quota, waiting for approval; BODY the verdict
+  fresh n wl; V[wl]=$n; BODY='{"message":"matrix"}'
+  job "$n" team-a checked 0 true >"$TMP/job.yaml"
+  TOKEN=$ADMIN api POST /api/v1/workloads --data-binary @"$TMP/job.yaml" >/dev/null
+  until_ok 10 wl_says "team-a/$n" "waiting for an admin" || fail "fixture: $n does not wait for approval"
+}
+set_ac()    { fresh n ac; V[ac]=$n; apply_admin "$(kueue AdmissionCheck "${V[ac]}" 'spec: {controllerName: example.com/x}')"; }
 set_user()  { fresh n user; V[user]=$n; api POST /api/v1/users -d "{\"name\":\"${V[user]}\",\"namespaces\":[\"team-c\"]}" >/dev/null; }
 set_key()   { fresh n k; V[key]=$(TOKEN=$ALICE api POST /api/v1/keys -d "{\"name\":\"$n\",\"tier\":\"open\"}" | sed '$d' | jq -r .id); }
 set_rf()    { fresh n rf; V[rf]=$n; apply_admin "$(kueue ResourceFlavor "${V[rf]}" '')"; }
@@ -169,6 +180,11 @@ GET    /api/v1/workloads/team-a/{wl}           401  2     403 2     401   2    4
 DELETE /api/v1/workloads/team-a/{wl}           401  2     403 2     401   2    401    2     set_wl_off
 POST   /api/v1/workloads/team-a/{wl}/cancel    401  2     403 2     401   2    401    2     set_wl
 GET    /api/v1/workloads/team-a/{wl}/logs      401  2     403 2     401   2    401    2     -
+POST   /api/v1/workloads/team-a/{wl}/approve   401  403   403 2     401   403  401    2     set_wl_chk
+POST   /api/v1/workloads/team-a/{wl}/reject    401  403   403 2     401   403  401    2     set_wl_chk
+GET    /api/v1/admissionchecks                 401  2     2   2     401   2    401    2     -
+GET    /api/v1/admissionchecks/{ac}            401  2     2   2     401   2    401    2     -
+DELETE /api/v1/admissionchecks/{ac}            401  403   403 2     401   403  401    2     set_ac
 GET    /api/v1/clusterqueues                   401  2     2   2     401   2    401    2     -
 GET    /api/v1/clusterqueues/{cq}              401  2     2   2     401   2    401    2     -
 DELETE /api/v1/clusterqueues/{cq}              401  403   403 2     401   403  401    2     set_cq
