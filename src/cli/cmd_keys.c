@@ -121,6 +121,19 @@ int gx_cli_run_models(gx_cli_ctx *c)
         }
         if (t) gx_cli_table_print(t, stdout, 0);
         gx_cli_table_free(t);
+        /* a model that cannot serve: why, and the end of its server's log, under the table */
+        json_array_foreach(json_object_get(ans, "items"), i, m) {
+            const char *why = gx_cli_jstr_or(m, "message", ""), *log = gx_cli_jstr_or(m, "log", "");
+            if (*why) printf("\n%s: %s\n", gx_cli_jstr_or(m, "state", "-"), why);
+            if (*log) {
+                printf("  the end of its log:\n");
+                for (const char *p = log; *p;) {
+                    size_t n = strcspn(p, "\n");
+                    printf("    %.*s\n", (int)n, p);
+                    p += n + (p[n] == '\n');
+                }
+            }
+        }
     }
     json_decref(ans);
     return rc;

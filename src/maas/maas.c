@@ -1,5 +1,5 @@
 /* maas: the gateway's front: life cycle, dispatch, and the REST side.
- * Owns: /v1/models, dispatch of /v1/{chat/completions,completions,embeddings} to
+ * Owns: /v1/models and /v1/models/{id}, dispatch of /v1/{chat/completions,completions,embeddings} to
  * proxy.c after authentication, /api/v1/keys (a user's own keys), /api/v1/models and
  * /api/v1/tiers (a user sees what their tiers open to them), /api/v1/usage, Model/Tier
  * apply and delete, OpenAI's error envelope and the x-ratelimit-* headers, the tick
@@ -307,6 +307,29 @@ gx_hooks gx_maas_hooks(gx_maas *m)
 
 /* ---- /v1 ------------------------------------------------------------------------------- */
 
+/* OpenAI's Model object: what models.list lists and models.retrieve answers. */
+static json_t *model_object(json_t *id)
+{
+    return json_pack("{s:O,s:s,s:i,s:s}", "id", id, "object", "model", "created", 0, "owned_by", "gpuaas");
+}
+
+/* GET /v1/models/{id} (the clients' models.retrieve): id is a served name, whole (it
+ * may hold '/', as Hugging Face names do; the path arrives percent-decoded). A model
+ * the key's tier does not open is answered as one that does not exist: a key learns
+ * nothing about what it cannot call. */
+static void retrieve_model(gx_maas *m, gx_maas_tier *t, const char *id, gx_resp *resp)
+{
+    gx_maas_model *md = *id ? gx_maas_models_find(m, id) : NULL;
+    if (!md || !gx_maas_model_allows(md, t->name)) {
+        gx_maas_oai_error_param(resp, 404, "model", "model_not_found",
+                                "The model `%.128s` does not exist or you do not have access to it.", id);
+        return;
+    }
+    json_t *s = json_string(id);
+    gx_resp_json(resp, 200, model_object(s));
+    json_decref(s);
+}
+
 static void list_models(gx_maas *m, gx_maas_tier *t, gx_resp *resp)
 {
     json_t *data = json_array();
@@ -317,9 +340,7 @@ static void list_models(gx_maas *m, gx_maas_tier *t, gx_resp *resp)
         if (!md->present || !gx_maas_model_allows(md, t->name)) continue;
         size_t j;
         json_t *x;
-        json_array_foreach(md->served, j, x)
-            json_array_append_new(data, json_pack("{s:O,s:s,s:i,s:s}", "id", x, "object", "model", "created", 0,
-                                                  "owned_by", "gpuaas"));
+        json_array_foreach(md->served, j, x) json_array_append_new(data, model_object(x));
     }
     gx_resp_json(resp, 200, json_pack("{s:s,s:o}", "object", "list", "data", data));
 }
@@ -328,16 +349,18 @@ void gx_maas_v1(gx_maas *m, gx_req *req, gx_resp *resp)
 {
     const char *p = req->path + 4; /* after "/v1/" */
     const char *endpoint = !strcmp(p, "chat/completions") ? "chat/completions" : !strcmp(p, "completions") ? "completions"
-                         : !strcmp(p, "embeddings") ? "embeddings" : !strcmp(p, "models") ? "models" : NULL;
+                         : !strcmp(p, "embeddings") ? "embeddings" : !strcmp(p, "models") ? "models"
+                         : !strncmp(p, "models/", 7) ? "models/" : NULL;
     if (!endpoint) {
         gx_maas_oai_error(resp, 404, "invalid_request_error", "unknown_url", "Unknown request URL: %s %.200s",
                           req->method, req->path);
         return;
     }
-    int get = !strcmp(endpoint, "models");
+    int get = !strncmp(endpoint, "models", 6);
     if (strcmp(req->method, get ? "GET" : "POST")) {
-        gx_maas_oai_error(resp, 405, "invalid_request_error", "method_not_allowed", "use %s on %s",
+        gx_maas_oai_error(resp, 405, "invalid_request_error", "method_not_allowed", "use %s on %.200s",
                           get ? "GET" : "POST", req->path);
+        gx_resp_header(resp, "Allow", get ? "GET" : "POST");
         return;
     }
     const char *why;
@@ -358,7 +381,8 @@ void gx_maas_v1(gx_maas *m, gx_req *req, gx_resp *resp)
                           "the request body is larger than %zu bytes, the gateway's limit", m->body_limit);
         return;
     }
-    if (get) list_models(m, t, resp);
+    if (!strcmp(endpoint, "models/")) retrieve_model(m, t, p + 7, resp);
+    else if (get) list_models(m, t, resp);
     else gx_maas_proxy_call(m, req, resp, key, t, endpoint);
 }
 
@@ -435,6 +459,7 @@ static void keys_api(gx_maas *m, const gx_user *u, gx_req *req, gx_resp *resp, c
         else gx_resp_json(resp, 200, json_pack("{s:o}", "revoked", gx_maas_key_view(k, now)));
     } else {
         gx_resp_errorf(resp, 405, "%s is not allowed on %s", req->method, req->path);
+        gx_resp_header(resp, "Allow", nseg == 3 ? "GET, POST" : "GET, DELETE");
     }
 }
 
@@ -494,7 +519,11 @@ static void objects_api(gx_maas *m, const gx_user *u, gx_req *req, gx_resp *resp
         else gx_resp_json(resp, 200, json_pack("{s:{s:s,s:s}}", "deleted", "kind", kind, "name", seg[3]));
         return;
     }
-    if (strcmp(req->method, "GET") || nseg > 4) { gx_resp_errorf(resp, 405, "%s is not allowed on %s", req->method, req->path); return; }
+    if (strcmp(req->method, "GET") || nseg > 4) {
+        gx_resp_errorf(resp, 405, "%s is not allowed on %s", req->method, req->path);
+        if (nseg <= 4) gx_resp_header(resp, "Allow", nseg == 4 ? "GET, DELETE" : "GET");
+        return;
+    }
     json_t *items = json_array();
     gx_strmap *map = models ? &m->models : &m->tiers;
     for (size_t i = 0; i < map->cap; i++) {

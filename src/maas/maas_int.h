@@ -185,7 +185,22 @@ typedef struct gx_maas_replica {
     char created[40];          /* createdAt of its Job, recorded so a restarted daemon adopts it */
     int64_t backoff_ms;
     int restarts;
+    /* why it is not serving: the last failed readiness probe or request, in words
+     * ("connection refused", "answered HTTP 500"); "" before the first probe ended */
+    char why[160];
+    int probed;                /* a readiness probe has ended since the replica was made */
+    /* workload-backed: a server that can never start (a missing binary, a bad flag) */
+    int ever_ready;            /* the current server answered its readiness probe once */
+    int starts_failed;         /* servers in a row that ended without ever being ready */
+    int failed;                /* given up after GX_MAAS_START_TRIES of those: no more restarts,
+                                * its last Job (pods and log) kept until the Model changes */
+    char fail_reason[256];     /* how the last one ended ("exited with code 127") */
+    char fail_log[1024];       /* the tail of its log */
 } gx_maas_replica;
+
+/* Servers in a row that may end without ever becoming ready before the replica is
+ * reported Failed instead of restarted again (with back-off: 1 s, 2 s between). */
+#define GX_MAAS_START_TRIES 3
 
 typedef struct gx_maas_model {
     char name[128];
@@ -214,14 +229,31 @@ gx_maas_replica *gx_maas_models_pick(gx_maas_model *md, const gx_maas_replica *n
 int gx_maas_model_allows(const gx_maas_model *md, const char *tier);
 /* Probes and workloads (now: gx_maas_mono_ms); returns ms until it wants to run again. */
 int64_t gx_maas_models_tick(gx_maas *m, int64_t now);
-void gx_maas_models_probe_done(gx_maas *m, void *easy, int ok);
+/* A readiness probe ended; why: the failure in words when !ok. */
+void gx_maas_models_probe_done(gx_maas *m, void *easy, int ok, const char *why);
 /* A scrape of a replica's /metrics ended (ok: 2xx, complete, within the size limit). */
 void gx_maas_models_scrape_done(gx_maas *m, void *easy, int ok);
 /* Append gpuaas_gateway_scrapes_total and the ready replicas' vllm:* families (fresher
  * than 60 s by now, gx_maas_mono_ms; merged per family) to text (malloc'd; returns it, moved). */
 char *gx_maas_models_metrics(gx_maas *m, char *text, int64_t now);
-json_t *gx_maas_model_view(const gx_maas_model *md);
 void gx_maas_models_free(gx_maas *m);
+
+/* ---- health.c: why a model cannot serve ------------------------------------------ */
+
+/* {name, servedNames, tiers, backend, state, readyReplicas, replicas, requests,
+ * replicaStatus[], and message (+ log) when it is Failed or Unavailable}. state: Ready,
+ * Starting, ScaledToZero, Failed (every replica's server gave up starting) or
+ * Unavailable (a url model whose upstreams all fail their readiness probe). */
+json_t *gx_maas_model_view(const gx_maas_model *md);
+/* The 503 for a model with no ready replica, in OpenAI's envelope: model_failed (with
+ * x-should-retry: false), upstream_unavailable (a url model), both naming the Model as
+ * `gpuaas models` does, or model_starting naming what the client asked for (name); the
+ * last two with retry-after. */
+void gx_maas_unavailable(gx_resp *resp, const gx_maas_model *md, const char *name, int cold);
+/* Give up on a workload replica whose servers never became ready (view: its ended Job
+ * as gx_d_view shows it): record how it ended and the tail of its log, and say so on
+ * stderr. */
+void gx_maas_replica_fail(gx_maas *m, const gx_maas_model *md, gx_maas_replica *r, const json_t *view);
 
 /* ---- sse.c: the event stream from the upstream ------------------------------------ */
 

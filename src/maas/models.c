@@ -5,7 +5,9 @@
  * model server's life: a long-running Job per replica in a Kueue queue (so it takes
  * its GPU share through the same quotas as everything else), restarted with
  * exponential back-off when it ends, started on the first request when scaled to
- * zero and stopped again after idleSeconds without requests. Across a restart of the
+ * zero and stopped again after idleSeconds without requests; a server that ends
+ * GX_MAAS_START_TRIES times in a row without ever being ready is given up on (Failed,
+ * health.c says why) and its last Job kept while the Model stays as it is. Across a restart of the
  * daemon, a server it started is adopted (same port, no new replica) when the store's
  * record of it (meta "maas-server:<ns/name>": its Job's createdAt, port and a hash of the
  * model's spec) matches the re-adopted Job: a Job of the same name that someone else
@@ -239,6 +241,7 @@ static int adopt(gx_maas *m, gx_maas_model *md, gx_maas_replica *r, const json_t
     r->wl_state = 1;
     r->start_at = now;
     r->ready = !strcmp(phase, "Running");
+    r->ever_ready = r->ready;
     r->next_probe_ms = now;
     fprintf(stderr, "gpuaas: gateway: model %s: adopted its server %s (%s, port %d)\n", md->name, r->wl.key, phase, port);
     return 1;
@@ -562,7 +565,14 @@ static void manage(gx_maas *m, gx_maas_model *md, gx_maas_replica *r, int desire
     if (r->wl_state == 1) {
         json_t *v = gx_d_view(m->ops, r->wl.key);
         const char *phase = v ? json_string_value(json_object_get(v, "phase")) : NULL;
+        if (v && r->failed && md && md->present && !r->retired) { json_decref(v); return; }   /* kept to be read */
         if (!v || ended(phase) || !desired) {
+            if (v && ended(phase) && desired && !r->ever_ready && ++r->starts_failed >= GX_MAAS_START_TRIES) {
+                gx_maas_replica_fail(m, md, r, v);   /* it can never start: stop trying, keep its Job */
+                r->ready = 0;
+                json_decref(v);
+                return;
+            }
             if (v && ended(phase) && desired) {
                 r->backoff_ms = r->backoff_ms ? (r->backoff_ms * 2 > 60000 ? 60000 : r->backoff_ms * 2) : 1000;
                 r->start_at = now + r->backoff_ms;
@@ -580,7 +590,7 @@ static void manage(gx_maas *m, gx_maas_model *md, gx_maas_replica *r, int desire
         json_decref(v);
         return;
     }
-    if (r->retired || !md->present) return;
+    if (r->retired || !md->present || r->failed) return;
     json_t *old = gx_d_view(m->ops, r->wl.key);
     if (old && adopt(m, md, r, old, now)) {
         json_decref(old);
@@ -607,6 +617,7 @@ static void manage(gx_maas *m, gx_maas_model *md, gx_maas_replica *r, int desire
     } else {
         r->wl_state = 1;
         r->start_at = now;
+        r->ever_ready = 0;
         r->next_probe_ms = now + 100;
         snprintf(r->created, sizeof r->created, "%s", json_string_value(json_object_get(view, "createdAt")) ?: "");
         record_server(m, md, r, 1);
@@ -630,7 +641,7 @@ int64_t gx_maas_models_tick(gx_maas *m, int64_t now)
         for (int j = 0; j < md->nrep; j++) {
             gx_maas_replica *r = md->rep[j];
             if (md->workload) manage(m, md, r, desired, now);
-            int probe_ok = md->present && (!md->workload || r->wl_state == 1);
+            int probe_ok = md->present && (!md->workload || (r->wl_state == 1 && !r->failed));
             if (probe_ok && !r->probe && now >= r->next_probe_ms) {
                 char url[400];
                 snprintf(url, sizeof url, "%s%s", r->url, md->ready_path);
@@ -646,7 +657,7 @@ int64_t gx_maas_models_tick(gx_maas *m, int64_t now)
     return 250;
 }
 
-void gx_maas_models_probe_done(gx_maas *m, void *easy, int ok)
+void gx_maas_models_probe_done(gx_maas *m, void *easy, int ok, const char *why)
 {
     for (size_t i = 0; i < m->models.cap; i++) {
         char *k = m->models.keys[i];
@@ -659,6 +670,9 @@ void gx_maas_models_probe_done(gx_maas *m, void *easy, int ok)
                 gx_maas_proxy_free_headers(r->probe_hdrs);
                 r->probe_hdrs = NULL;
                 r->ready = ok && md->present && (!md->workload || r->wl_state == 1);
+                r->probed = 1;
+                if (r->ready) { r->why[0] = 0; r->ever_ready = 1; r->starts_failed = 0; }
+                else if (!ok) snprintf(r->why, sizeof r->why, "%s", why && *why ? why : "its readiness probe failed");
                 r->next_probe_ms = gx_maas_mono_ms(m) + (r->ready ? 5000 : 250);
                 return;
             }
@@ -669,26 +683,6 @@ void gx_maas_models_probe_done(gx_maas *m, void *easy, int ok)
             gx_maas_proxy_free_headers(grave[g]->probe_hdrs);
             grave[g]->probe_hdrs = NULL;
         }
-}
-
-json_t *gx_maas_model_view(const gx_maas_model *md)
-{
-    json_t *reps = json_array();
-    int ready = 0;
-    for (int i = 0; i < md->nrep; i++) {
-        const gx_maas_replica *r = md->rep[i];
-        ready += r->ready;
-        json_t *x = json_pack("{s:s,s:b,s:i}", "url", r->url, "ready", r->ready, "outstanding", r->outstanding);
-        if (md->workload) {
-            json_object_set_new(x, "workload", json_string(r->wl.key));
-            json_object_set_new(x, "restarts", json_integer(r->restarts));
-        }
-        json_array_append_new(reps, x);
-    }
-    const char *state = ready ? "Ready" : md->workload && !md->wanted ? "ScaledToZero" : "Starting";
-    return json_pack("{s:s,s:O,s:O,s:s,s:s,s:i,s:i,s:I,s:o}", "name", md->name, "servedNames", md->served, "tiers", md->tiers,
-                     "backend", md->workload ? "workload" : "url", "state", state, "readyReplicas", ready,
-                     "replicas", md->nrep, "requests", (json_int_t)md->requests, "replicaStatus", reps);
 }
 
 void gx_maas_models_free(gx_maas *m)

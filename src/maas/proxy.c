@@ -67,7 +67,7 @@ static void record(call *c, int status, int64_t prompt, int64_t completion, int 
 }
 
 /* A request its key got in with but that went no further (400, 403, 404, 413, 429,
- * 503 starting, 500): it leaves a record too (no tokens), so that usage shows who is
+ * 503 starting or unavailable, 500): it leaves a record too (no tokens), so that usage shows who is
  * refused and why, and a 429 counts in limited_calls. model: the model, or the name
  * the client asked for. */
 static void refused(gx_maas *m, const gx_maas_key *key, const gx_maas_tier *tier, const char *model,
@@ -188,6 +188,7 @@ void gx_maas_proxy_end(call *c, int ok, int got_bytes, const char *why)
         /* nothing came back: this replica is not serving; try another one */
         failed->ready = 0;
         failed->next_probe_ms = gx_maas_mono_ms(c->m);
+        snprintf(failed->why, sizeof failed->why, "%s", why);
         gx_maas_replica *r = gx_maas_models_pick(c->model, failed);
         if (r && c->attempts < GX_MAAS_MAX_REPLICAS) {
             c->rep = r;
@@ -353,10 +354,7 @@ void gx_maas_proxy_call(gx_maas *m, gx_req *req, gx_resp *resp, gx_maas_key *key
     if (!rep) {
         int cold = md->workload && !md->wanted;
         md->wanted = 1;
-        gx_maas_oai_error(resp, 503, "service_unavailable", "model_starting",
-                          "The model `%.128s` is starting%s; retry in a few seconds", name,
-                          cold ? " (it was scaled to zero and starts now)" : " (no replica is ready yet)");
-        gx_resp_header(resp, "retry-after", "5");
+        gx_maas_unavailable(resp, md, name, cold);   /* starting, failed, or its upstream down */
         goto out;
     }
     call *c = gx_xcalloc(1, sizeof *c);

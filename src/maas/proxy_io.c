@@ -380,6 +380,19 @@ static void transfer_done(call *c, CURLcode rc)
     gx_maas_proxy_end(c, rc == CURLE_OK, c->status != 0, c->too_big ? "the answer is too large" : curl_easy_strerror(rc));
 }
 
+/* A failed probe in the words the 503 and the model's status use: the system's reason
+ * for a connection that failed ("connection refused"), else curl's, else the status. */
+static void probe_why(CURL *e, CURLcode rc, long status, char *out, size_t n)
+{
+    long os = 0;
+    if (rc == CURLE_OK) { snprintf(out, n, "its readiness probe answered HTTP %ld", status); return; }
+    if (rc == CURLE_COULDNT_CONNECT && curl_easy_getinfo(e, CURLINFO_OS_ERRNO, &os) == CURLE_OK && os > 0)
+        snprintf(out, n, "%s", strerror((int)os));
+    else
+        snprintf(out, n, "%s", curl_easy_strerror(rc));
+    if (out[0] >= 'A' && out[0] <= 'Z' && out[1] >= 'a' && out[1] <= 'z') out[0] = (char)(out[0] - 'A' + 'a');
+}
+
 static void check_done(gx_maas_proxy *p)
 {
     CURLMsg *msg;
@@ -396,8 +409,10 @@ static void check_done(gx_maas_proxy *p)
             curl_multi_remove_handle(p->multi, e);
             easy_put(p, e);
             int ok = rc == CURLE_OK && st >= 200 && st < 300;
+            char why[160] = "";
+            if (!priv && !ok) probe_why(e, rc, st, why, sizeof why);
             if (priv) gx_maas_models_scrape_done(p->m, e, ok);
-            else gx_maas_models_probe_done(p->m, e, ok);
+            else gx_maas_models_probe_done(p->m, e, ok, why);
         } else {
             transfer_done((call *)(void *)priv, rc);
         }

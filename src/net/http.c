@@ -221,6 +221,7 @@ static void answer_error(conn *c, int status, const char *why, int parsed)
     gx_resp r;
     memset(&r, 0, sizeof r);
     c->t0 = c->h->ticket ? c->h->ticket(c->h->ticket_ud) : 0;   /* no change of its own */
+    if (!parsed) gx_http_rid_set(c, 0);   /* else start_request set this request's */
     gx_http_resp_refusal(c, &r, status, why, parsed);
     c->close_after = 1;
     c->head_only = 0;
@@ -286,6 +287,7 @@ static void start_request(conn *c, size_t head_end)
     const char *why = "";
     int rc = gx_hp_parse_head(c->in, head_end, &c->hp, &why);
     c->in_off = c->head_len = head_end;
+    gx_http_rid_set(c, !rc);   /* a head that did not parse has no header to trust */
     if (rc) { answer_error(c, rc, why, 1); return; }
     c->req.conn = c;
     c->req.method = c->hp.method;
@@ -525,14 +527,15 @@ static void sweep(gx_loop *l, void *ud)
  * kept (a client hammering at its limit costs an accept and a close each time). Its
  * target is not read yet, so the body is the daemon's envelope; OpenAI clients still
  * find error.message in it. The length is counted, not written by hand. */
-static void refuse(int fd, const char *why)
+static void refuse(gx_http *h, int fd, const char *why)
 {
-    char body[256], msg[512];
+    char body[256], msg[600], rid[GX_HTTP_RID_MAX + 1];
+    gx_http_rid_new(h, rid);
     int b = snprintf(body, sizeof body,
                      "{\"error\": {\"code\": 503, \"reason\": \"Unavailable\", \"message\": \"%s, retry later\"}}\n", why);
     int n = b < 0 ? -1 : snprintf(msg, sizeof msg,
                      "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nContent-Length: %d\r\n"
-                     "Retry-After: 1\r\nConnection: close\r\n\r\n%s", b, body);
+                     "Retry-After: 1\r\nx-request-id: %s\r\nConnection: close\r\n\r\n%s", b, rid, body);
     if (n > 0 && (size_t)n < sizeof msg && send(fd, msg, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT) < 0) { /* nothing more to do */ }
     close(fd);
 }
@@ -570,11 +573,11 @@ static void on_listen(gx_loop *l, int fd, uint32_t ev, void *ud)
          * take an idle connection of someone else's under the total */
         uint32_t addr = sa.sin_addr.s_addr;
         if (gx_addrs_get(&h->addrs, addr) >= (uint32_t)h->max_per_addr && !reclaim_idle(h, &addr)) {
-            refuse(cfd, "too many connections from this address");
+            refuse(h, cfd, "too many connections from this address");
             continue;
         }
         if (h->nconns >= h->max_conns && !reclaim_idle(h, NULL)) {
-            refuse(cfd, "too many connections");
+            refuse(h, cfd, "too many connections");
             continue;
         }
         conn *c = gx_xcalloc(1, sizeof *c);

@@ -26,6 +26,7 @@ _Static_assert(STREAM_CHUNK <= 0xffff, "a chunk's size header is 4 hex digits");
 #define STREAM_HIGH (64 * 1024)           /* buffered stream output before waiting */
 #define STREAM_SNDBUF (64 * 1024)         /* kernel send buffer of a streaming connection */
 #define OUT_KEEP (64 * 1024)              /* larger output buffers are freed after use */
+#define GX_HTTP_RID_MAX 64                /* the longest x-request-id a client's is echoed at */
 
 /* A connection's state. C_HANDLER: the handler has the request (while it runs, and
  * after it deferred until gx_http_complete). */
@@ -54,6 +55,7 @@ struct gx_http_conn {
     gx_hp_chunked ch;
     size_t body_cap, discarded;
     char nobody[1];
+    char rid[GX_HTTP_RID_MAX + 1]; /* the request's x-request-id (gx_http_rid_set): every answer carries it */
     char *out;
     size_t out_off, out_len, out_cap;
     gx_stream s;
@@ -91,6 +93,7 @@ struct gx_http {
     void *ticket_ud;
     uint64_t synced;
     int nheld;
+    uint64_t rid_seed, rid_n;     /* request ids made here: a random seed, a counter */
 };
 
 /* Room for `more` bytes at the end of the output buffer (doubling: appends are cheap). */
@@ -113,6 +116,12 @@ static inline void gx_http_out_add(gx_http_conn *c, const void *p, size_t n)
 /* http_resp.c: append the whole answer (status line, headers, body) to c's output;
  * a stream gets its head here and its body from gx_http_resp_pump. */
 void gx_http_resp_build(gx_http_conn *c, gx_resp *r);
+/* c->rid for the request being answered: the client's own x-request-id when parsed
+ * (c->hp is this request's) and it is 1 to GX_HTTP_RID_MAX characters of
+ * [A-Za-z0-9._:-], else a new one, "req_" and 32 hex digits (OpenAI's form). */
+void gx_http_rid_set(gx_http_conn *c, int parsed);
+/* A new request id into out (at least GX_HTTP_RID_MAX + 1 bytes). */
+void gx_http_rid_new(gx_http *h, char *out);
 /* A refusal by the server itself, in the envelope its client reads (OpenAI's on the
  * prefix surface, else the daemon's). parsed: c->hp belongs to this request. */
 void gx_http_resp_refusal(gx_http_conn *c, gx_resp *r, int status, const char *msg, int parsed);

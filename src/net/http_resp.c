@@ -2,15 +2,17 @@
  * call, the status line and headers built with the body into the connection's output
  * in one pass (one send), the Date header, the server's own refusals in the envelope
  * its client reads (the daemon's, or OpenAI's on the prefix surface), and the chunk
- * framing of streamed bodies.
- * Owns: the bytes of an answer, up to the output buffer.
+ * framing of streamed bodies, and the x-request-id every answer carries.
+ * Owns: the bytes of an answer, up to the output buffer; request ids.
  * Must not: touch sockets, epoll or a connection's state (http.c decides when and
  * whether anything is sent), or call back into handlers. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <time.h>
+#include <unistd.h>
 #include "net/http_int.h"
 #include "lib/sbuf.h"
 
@@ -121,6 +123,42 @@ void gx_resp_errorf(gx_resp *r, int status, const char *fmt, ...)
     gx_resp_error(r, &e);
 }
 
+/* ---- request ids ------------------------------------------------------------------- */
+
+/* splitmix64's finaliser: consecutive counters come out as unrelated-looking ids. */
+static uint64_t mix64(uint64_t x)
+{
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+    return x ^ (x >> 31);
+}
+
+/* Unique per server (a counter under a random seed), not secret: an id names a request
+ * in logs and support questions, it grants nothing. */
+void gx_http_rid_new(gx_http *h, char *out)
+{
+    if (!h->rid_seed) {
+        if (getrandom(&h->rid_seed, sizeof h->rid_seed, GRND_NONBLOCK) != (ssize_t)sizeof h->rid_seed)
+            h->rid_seed = (uint64_t)gx_loop_now(h->loop) ^ ((uint64_t)getpid() << 32);
+        h->rid_seed |= 1;
+    }
+    uint64_t n = ++h->rid_n;
+    snprintf(out, GX_HTTP_RID_MAX + 1, "req_%016llx%016llx", (unsigned long long)mix64(h->rid_seed + n),
+             (unsigned long long)mix64(h->rid_seed ^ (n * 0x9e3779b97f4a7c15ULL)));
+}
+
+/* A client's id is echoed only as it came and only when it is harmless in a header and
+ * a log line; anything else (too long, spaces, quotes, control bytes) gets a new id
+ * rather than a mangled copy that would match nothing the client logged. */
+void gx_http_rid_set(conn *c, int parsed)
+{
+    const char *v = parsed ? gx_hp_header(&c->hp, "x-request-id") : NULL;
+    size_t n = v ? strlen(v) : 0;
+    static const char safe[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._:-";
+    if (n >= 1 && n <= GX_HTTP_RID_MAX && strspn(v, safe) == n) memcpy(c->rid, v, n + 1);
+    else gx_http_rid_new(c->h, c->rid);
+}
+
 /* ---- the answer's bytes ---------------------------------------------------------- */
 
 /* Copy s to p (no NUL), return the end: the head builder's stpcpy without the NUL. */
@@ -168,7 +206,8 @@ void gx_http_resp_build(conn *c, gx_resp *r)
         blen = r->text_len;
     }
     int no_body = status < 200 || status == 204 || status == 304;
-    size_t need = 256 + strlen(ctype) + blen;
+    if (!c->rid[0]) gx_http_rid_new(h, c->rid);   /* every answer names its request */
+    size_t need = 256 + strlen(ctype) + blen + sizeof "x-request-id: \r\n" + strlen(c->rid);
     for (int i = 0; i < r->nh; i++) need += strlen(r->hname[i]) + strlen(r->hval[i]) + 4;
     gx_http_out_reserve(c, need);
     char *o = c->out + c->out_len;
@@ -195,6 +234,9 @@ void gx_http_resp_build(conn *c, gx_resp *r)
         p = put(p, gx_fmt_u64(num, sizeof num, (uint64_t)(blen + (dumped ? 1 : 0))));
         p = put(p, "\r\n");
     }
+    p = put(p, "x-request-id: ");
+    p = put(p, c->rid);
+    p = put(p, "\r\n");
     if (!c->keep_alive) p = put(p, "Connection: close\r\n");
     else if (c->hp.minor == 0) p = put(p, "Connection: keep-alive\r\n");
     for (int i = 0; i < r->nh; i++) {

@@ -98,6 +98,10 @@ static void catalog(gx_sbuf *b, const json_t *models, const json_t *tiers)
                 if (j) gx_portal_putf(b, "%s<code>%H</code>", j > 1 ? ", " : "", json_string_value(x));
             gx_sbuf_puts(b, "</p>");
         }
+        /* a model that cannot serve says why (its server failed to start, its upstream is down) */
+        const char *why = json_string_value(json_object_get(md, "message")), *log = json_string_value(json_object_get(md, "log"));
+        if (why && *why) gx_portal_putf(b, "<p class=\"error\" data-model-failure>%H</p>", why);
+        if (log && *log) gx_portal_putf(b, "<details><summary>The end of its log</summary><pre>%H</pre></details>", log);
         gx_sbuf_puts(b, "</li>");
     }
     if (!json_array_size(models)) {

@@ -22,10 +22,28 @@ await step("list models", async () => {
   expect("list models", ids.includes("fake-model"), `got ${JSON.stringify(ids)}`);
 });
 
+// models.retrieve (GET /v1/models/{id}) and the request id every answer carries, which
+// the client exposes as _request_id on a result and request_id on an error.
+await step("retrieve a model", async () => {
+  const m = await client.models.retrieve("fake-model");
+  expect("models.retrieve", m.id === "fake-model" && m.object === "model" && typeof m.created === "number" &&
+         m.owned_by === "gpuaas", JSON.stringify(m));
+  expect("models.retrieve: the request id", /^req_[0-9a-f]{32}$/.test(m._request_id ?? ""), String(m._request_id));
+  try {
+    await client.models.retrieve("no-such-model");
+    fail("models.retrieve of an unknown model: NotFoundError", "it was found");
+  } catch (e) {
+    expect("models.retrieve of an unknown model: NotFoundError", e instanceof OpenAI.NotFoundError &&
+           e.code === "model_not_found", `${e.constructor.name} ${e.status} ${e.code}`);
+    expect("...with its request id", /^req_[0-9a-f]{32}$/.test(e.request_id ?? ""), String(e.request_id));
+  }
+});
+
 await step("plain chat completion with usage", async () => {
   const r = await client.chat.completions.create({
     model: "fake-model", messages: [{ role: "user", content: "hello from node" }], max_tokens: 4 });
   expect("plain chat completion", r.choices[0].message.content === "tok0 tok1 tok2 tok3 ", JSON.stringify(r));
+  expect("plain chat completion: the request id", /^req_[0-9a-f]{32}$/.test(r._request_id ?? ""), String(r._request_id));
   expect("plain chat completion usage", r.usage && r.usage.prompt_tokens === 3 && r.usage.completion_tokens === 4,
          JSON.stringify(r.usage));
 });

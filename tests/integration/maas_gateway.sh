@@ -6,7 +6,7 @@
 # and hidden, usage from the last chunk, estimates, every error in OpenAI's envelope
 # (401 403 404 413 400 5xx), 429 with x-ratelimit-* and retry-after, a Tier's userLimits
 # (one budget for all the keys of a user, another user unaffected), retry on another
-# replica, a pooled connection closed by the server retried unseen, 503 "starting",
+# replica, a pooled connection closed by the server retried unseen, 503 upstream_unavailable,
 # cancellation of the upstream when the client leaves, back-pressure, usage records and
 # /metrics (one gateway call counts one HTTP request), and 200 clients racing one tier's
 # token budget. Token grants: the upstream is told the completion limit that was
@@ -225,8 +225,10 @@ out=$(v1 "$GOLD" chat/completions -d "$(chat fake-model 'FAIL500 now')")
 expect_eq "upstream 500 passed on" "$(status_of "$out")" 500
 expect_eq "...in OpenAI's envelope (vLLM's old format wrapped)" "$(body_of "$out" | jq -r .error.message)" "fake failure"
 out=$(v1 "$GOLD" chat/completions -d "$(chat cold-model hi)")
-expect_eq "model not ready: 503" "$(status_of "$out") $(body_of "$out" | jq -r .error.code)" "503 model_starting"
-expect_match "...saying it is starting" "$(body_of "$out" | jq -r .error.message)" 'starting'
+expect_eq "a url model whose server is down: 503 upstream_unavailable" "$(status_of "$out") $(body_of "$out" | jq -r .error.code)" \
+  "503 upstream_unavailable"
+expect_match "...saying so, never that it is starting" "$(body_of "$out" | jq -r .error.message)" \
+  "^model cold: upstream http://127.0.0.1:$DEAD (is unavailable \\(.+\\)|has not answered its readiness probe yet)$"
 codes=""; for _ in 1 2 3 4; do codes+="$(status_of "$(v1 "$GOLD" chat/completions -d "$(chat two-model hi)")") "; done
 expect_eq "retry on the other replica when one refuses connections" "$codes" "200 200 200 200 "
 for _ in $(seq 1 100); do [[ $(api GET /api/v1/models/dropper | sed '$d' | jq -r .state) == Ready ]] && break; sleep 0.1; done
