@@ -94,6 +94,10 @@ static const gx_opt usage_opts[] = {
 
 static const gx_cli_cmd commands[] = {
     {"apply", "-f FILE [-f FILE...]", "create or update Kueue objects (queues, flavors, cohorts, priority classes, nodes) from files",
+     /* the kinds: tests/integration/first_hour.sh checks this list against the daemon's */
+     "Kinds: ResourceFlavor, Cohort, ClusterQueue, LocalQueue, WorkloadPriorityClass (Kueue's),\n"
+     "Node (the simulated inventory), Tier and Model (the gateway's), Template and\n"
+     "PortalConfig (the portal's).\n"
      "Sends the documents to POST /api/v1/apply. Several YAML files go in one request, so\n"
      "either all of them are applied or none; when one of them is JSON, each file is sent\n"
      "on its own, in order. Admin only. A file may be at most 4 MiB.\n",
@@ -231,8 +235,11 @@ int gx_cli_usage_error(const gx_cli_ctx *c, const char *fmt, ...)
     va_start(ap, fmt);
     vfprintf(stderr, fmt, ap);
     va_end(ap);
-    fputs("\n\n", stderr);
-    cmd_usage(stderr, c->cmd);
+    /* A mistake gets the one line that shows the right form, not the whole help, which
+     * would push the message itself off the screen. */
+    const gx_cli_cmd *cmd = c->cmd;
+    fprintf(stderr, "\nusage: gpuaas %s%s%s [options]\nsee gpuaas %s --help\n", cmd->name, *cmd->synopsis ? " " : "",
+            cmd->synopsis, cmd->name);
     return 2;
 }
 

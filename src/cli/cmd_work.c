@@ -101,7 +101,7 @@ static void where_line(const json_t *w, const char *verb)
     if (!strcmp(verb, "cancelled") && msg && *msg)
         printf(" (%s)", msg);
     else if (json_object_get(w, "positionInClusterQueue"))
-        printf(" (position %s in ClusterQueue %s)", gx_cli_jnum(w, "positionInClusterQueue", pos, sizeof pos), cq ? cq : "?");
+        printf(" (position %s in ClusterQueue %s)", gx_cli_position(w, "positionInClusterQueue", pos, sizeof pos), cq ? cq : "?");
     else if (cq && *cq && strcmp(phase, "Deactivated"))
         printf(" (ClusterQueue %s)", cq);
     else if (msg && *msg)
@@ -162,7 +162,7 @@ static void ls_row(gx_cli_table *t, const json_t *w, int wide, int64_t now)
         gx_cli_jstr(w, "clusterQueue"), gx_cli_jnum(w, "priority", prio, sizeof prio),
         gx_cli_jstr(w, "priorityClass"), phase,
         gx_cli_fmt_since(gx_cli_jstr(w, "createdAt"), now, age, sizeof age),
-        gx_cli_gpus(w, gpus, sizeof gpus), gx_cli_jnum(w, "positionInClusterQueue", pos, sizeof pos),
+        gx_cli_gpus(w, gpus, sizeof gpus), gx_cli_position(w, "positionInClusterQueue", pos, sizeof pos),
         why ? reason : NULL,
     };
     if (wide) {

@@ -425,7 +425,8 @@ static int step(sim *s, int64_t t)
 
 static const gx_opt scenario_opts[] = {
     {"fair-sharing", 0, NULL, "enable fair sharing whatever the Configuration says"},
-    {"output", 'o', "OUT", "write the events to OUT instead of stdout"},
+    {"output", 'o', "FORMAT", "json (the only format: one JSON object per line)"},
+    {"out", 0, "FILE", "write the events to FILE instead of stdout"},
     {"help", 'h', NULL, "this help"},
     {0},
 };
@@ -433,7 +434,7 @@ static const gx_opt *const scenario_sets[] = {scenario_opts, NULL};
 
 static void usage(FILE *f)
 {
-    fputs("usage: gpuaas sim scenario [--fair-sharing] [-o OUT] FILE...\n"
+    fputs("usage: gpuaas sim scenario [--fair-sharing] [-o json] [--out FILE] FILE...\n"
           "Replay a Kueue scenario on a virtual clock through the gpuaas engine.\n"
           "FILE: multi-document YAML with Kueue objects (ResourceFlavor, ClusterQueue, Cohort,\n"
           "LocalQueue, WorkloadPriorityClass), gpuaas.dev/v1alpha1 Nodes, an optional\n"
@@ -463,7 +464,14 @@ int gx_sim_scenario_main(int argc, char **argv)
     memset(&s, 0, sizeof s);
     s.out = stdout;
     int rc = 0;
-    const char *outpath = gx_opt_get(&a, "output");
+    /* -o is the output format everywhere in gpuaas; a file is --out. */
+    const char *fmt = gx_opt_get(&a, "output");
+    if (fmt && strcmp(fmt, "json")) {
+        fprintf(stderr, "gpuaas sim scenario: -o: unknown output format '%s' (json; a file is --out FILE)\n", fmt);
+        gx_opts_free(&a);
+        return 2;
+    }
+    const char *outpath = gx_opt_get(&a, "out");
     if (outpath && !(s.out = fopen(outpath, "w"))) {
         fprintf(stderr, "gpuaas sim scenario: cannot write %s\n", outpath);
         gx_opts_free(&a);
