@@ -62,6 +62,11 @@ static const gx_opt users_create_opts[] = {
     {0},
 };
 static const gx_opt no_opts[] = {{0}};
+static const gx_opt drain_opts[] = {
+    {"namespace", 'n', "NS", "only the workloads of namespace NS (without it: every namespace, admin only)"},
+    {"timeout", 0, "DURATION", "how long to wait for everything to stop, such as 30s, 5m (default 5m)"},
+    {0},
+};
 static const gx_opt mig_apply_opts[] = {
     {"node", 0, "N", "the node (default: the only one)"},
     {"filename", 'f', "FILE", "a mig-parted file to take CONFIG from (default: the daemon's inventory.migConfig)"},
@@ -124,10 +129,24 @@ static const gx_cli_cmd commands[] = {
      REF_DETAILS "Every workload named is cancelled even when one fails; the exit status is 1 if any failed.\n",
      "gpuaas cancel team-a/train-1\ngpuaas cancel -n team-a train-1 train-2\n",
      ns_opts, 1, 1, -1, gx_cli_run_cancel},
+    {"delete", "NS/NAME [NS/NAME...]", "delete finished workloads from the record (their logs too)",
+     REF_DETAILS "Only a finished or cancelled workload can be deleted (cancel a running one first). This\n"
+     "makes room under limits.maxWorkloads. Each is tried; the exit status is 1 if any failed.\n",
+     "gpuaas delete team-a/train-1\ngpuaas delete -n team-a train-1 train-2\n",
+     ns_opts, 0, 1, -1, gx_cli_run_delete},
+    {"drain", "[-n NS] [--timeout 5m]", "cancel every workload (or a namespace's) and wait until none runs",
+     "Cancels every pending and running workload, then waits until they have stopped\n"
+     "(SIGTERM, then SIGKILL after each one's grace period), cancelling what is submitted\n"
+     "meanwhile. Without -n it drains every namespace (admin only). Stopping the daemon\n"
+     "does not stop running pods (they are re-adopted at the next start): drain first to\n"
+     "stop everything. Exit status 1 when something still runs at the timeout.\n",
+     "gpuaas drain\ngpuaas drain -n team-a --timeout 30s\n", drain_opts, 0, 0, 0, gx_cli_run_drain},
     {"queues", "", "show ClusterQueues (quota and usage per flavor/resource) and LocalQueues",
      "-o wide adds the borrowing and lending limits and whether the queue is active.\n",
      "gpuaas queues\ngpuaas queues -n team-a -o yaml\n", queues_opts, 1, 0, 0, gx_cli_run_queues},
-    {"gpus", "", "list the GPUs of every node and the workloads using them", NULL,
+    {"gpus", "", "list the GPUs of every node and the workloads using them",
+     "Columns: NODE INDEX MODEL MEMORY MODE SLICES UTIL MEM-USED WORKLOADS; -o wide adds UUID.\n"
+     "gpuaas gpus mig apply CONFIG re-lays out a node's MIG devices (admin; see its --help).\n",
      "gpuaas gpus\ngpuaas gpus -o wide\ngpuaas gpus -o json\n", no_opts, 1, 0, 0, gx_cli_run_gpus},
     {"gpus mig apply", "CONFIG [--node N] [-f FILE]", "re-lay out a node's MIG devices from a mig-parted config (admin)",
      "CONFIG names an entry of mig-parted's mig-configs: of the daemon's inventory.migConfig file,\n"
@@ -300,6 +319,15 @@ static const gx_cli_cmd *lookup(int *argc, char ***argv, int *rc)
         *argc -= 2;
         *argv += 2;
         name = "gpus mig apply";
+    }
+    /* "gpus mig" with anything but apply: say what there is (MIG has one command) */
+    if (!strcmp(name, "gpus") && *argc >= 2 && !strcmp((*argv)[1], "mig")) {
+        int help = *argc >= 3 && (!strcmp((*argv)[2], "--help") || !strcmp((*argv)[2], "-h"));
+        if (*argc >= 3 && !help) fprintf(stderr, "gpuaas gpus mig: unknown subcommand '%s'\n", (*argv)[2]);
+        else if (!help) fputs("gpuaas gpus mig: missing subcommand\n", stderr);
+        fputs("usage: gpuaas gpus mig apply CONFIG [--node N] [-f FILE]\nsee gpuaas gpus mig apply --help\n", help ? stdout : stderr);
+        *rc = help ? 0 : 2;
+        return NULL;
     }
     if (group) {
         if (*argc < 2) { *rc = group_usage(stderr, group, 2); return NULL; }
