@@ -219,11 +219,11 @@ Test(cli_main, command_list_has_one_line_each)
     FILE *f = open_memstream(&text, &len);
     gx_cli_usage(f);
     fclose(f);
-    const char *cmds[] = {"apply", "submit", "ls", "show", "logs", "cancel", "queues", "gpus", "get", "users",
-                          "keys", "models", "usage", "whoami"};
+    const char *cmds[] = {"apply", "submit", "ls", "show", "logs", "cancel", "delete", "drain", "queues", "gpus", "get",
+                          "users", "keys", "models", "usage", "whoami"};
     int lines = 0;
     for (char *p = text; *p; p++) lines += *p == '\n';
-    cr_assert_eq(lines, 15, "%s", text); /* the above and "gpus mig apply" */
+    cr_assert_eq(lines, 17, "%s", text); /* the above and "gpus mig apply" */
     for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
         char pat[32];
         snprintf(pat, sizeof pat, "  %s ", cmds[i]);
