@@ -47,8 +47,8 @@ int main(int argc, char **argv)
     }
     int rc = gx_cli_main(argc - 1, argv + 1);
     if (rc == -1) {
-        fprintf(stderr, "gpuaas: unknown command '%s'\n\n", cmd);
-        usage(stderr);
+        /* a mistake gets one line and where the list is, not the list itself */
+        fprintf(stderr, "gpuaas: unknown command '%s'\nusage: gpuaas <command> [options]\nsee gpuaas --help\n", cmd);
         return 2;
     }
     return rc;

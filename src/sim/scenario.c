@@ -449,16 +449,21 @@ int gx_sim_scenario_main(int argc, char **argv)
 {
     gx_opt_args a;
     if (gx_opts_parse(scenario_sets, argc, argv, &a)) {
-        fprintf(stderr, "gpuaas sim scenario: %s\n", a.err);
-        usage(stderr);
+        fprintf(stderr, "gpuaas sim scenario: %s\nusage: gpuaas sim scenario [--fair-sharing] [-o json] [--out FILE] FILE...\n"
+                "see gpuaas sim scenario --help\n", a.err);
         gx_opts_free(&a);
         return 2;
     }
-    if (gx_opt_has(&a, "help") || !a.npos) {
-        int help = gx_opt_has(&a, "help");
-        usage(help ? stdout : stderr);
+    if (gx_opt_has(&a, "help")) {
+        usage(stdout);
         gx_opts_free(&a);
-        return help ? 0 : 2;
+        return 0;
+    }
+    if (!a.npos) {
+        fputs("gpuaas sim scenario: no scenario FILE given\nusage: gpuaas sim scenario [--fair-sharing] [-o json] [--out FILE] FILE...\n"
+              "see gpuaas sim scenario --help\n", stderr);
+        gx_opts_free(&a);
+        return 2;
     }
     sim s;
     memset(&s, 0, sizeof s);

@@ -134,6 +134,8 @@ if expect_rc sim-help 0 -- "$BIN" sim --help; then
   else fail sim-help "no subcommands: $(cat "$tmp/out")"; fi
 fi
 expect sim-scenario-help 0 out "--out FILE" -- "$BIN" sim scenario --help
+expect sim-scenario-no-file 2 err "see gpuaas sim scenario --help" -- "$BIN" sim scenario
+expect unknown-command 2 err "see gpuaas --help" -- "$BIN" frobnicate
 scen=$here/../scenarios/cohort-borrowing.yaml
 (cd "$tmp" && "$BIN" sim scenario -o json "$scen" >"$tmp/scen.out" 2>"$tmp/scen.err")
 if [[ $? -eq 0 && ! -e "$tmp/json" ]] && tail -n1 "$tmp/scen.out" | grep -q '"summary"'; then ok sim-scenario-o-json
