@@ -118,7 +118,7 @@ fuzz-short: fuzz-build
 # run and test install what is missing first, then build in a second make: the first one
 # parsed this file (and ran pkg-config) before the packages were there.
 run: deps
-	@$(MAKE) --no-print-directory all
+	@$(MAKE) --no-print-directory all build/fake-openai
 	@scripts/demo.sh
 
 # The full suite. Unit tests run twice (gcc -O2, clang with ASan+UBSan); the

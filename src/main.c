@@ -33,7 +33,11 @@ int main(int argc, char **argv)
     if (!strcmp(cmd, "serve")) return gx_serve_main(argc - 1, argv + 1);
     if (!strcmp(cmd, "sim")) {
         if (argc < 3 || !strcmp(argv[2], "--help") || !strcmp(argv[2], "-h")) {
-            fputs("usage: gpuaas sim trace --help | gpuaas sim scenario --help\n", argc < 3 ? stderr : stdout);
+            fputs("usage: gpuaas sim trace|scenario [options]\n\n"
+                  "Offline replays through the same engine, no daemon needed:\n"
+                  "  gpuaas sim trace     replay a cluster trace through the placement code\n"
+                  "  gpuaas sim scenario  replay a Kueue scenario on a virtual clock\n\n"
+                  "Each takes --help.\n", argc < 3 ? stderr : stdout);
             return argc < 3 ? 2 : 0;
         }
         if (!strcmp(argv[2], "trace")) return gx_sim_trace_main(argc - 2, argv + 2);
@@ -43,8 +47,8 @@ int main(int argc, char **argv)
     }
     int rc = gx_cli_main(argc - 1, argv + 1);
     if (rc == -1) {
-        fprintf(stderr, "gpuaas: unknown command '%s'\n\n", cmd);
-        usage(stderr);
+        /* a mistake gets one line and where the list is, not the list itself */
+        fprintf(stderr, "gpuaas: unknown command '%s'\nusage: gpuaas <command> [options]\nsee gpuaas --help\n", cmd);
         return 2;
     }
     return rc;

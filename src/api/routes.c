@@ -399,6 +399,34 @@ static void gpus(route_ctx *c)
 
 /* ---- users ------------------------------------------------------------------------ */
 
+/* GET /api/v1/templates: the portal's request templates as applied (`gpuaas get
+ * templates`), by name; readable by every signed-in user, as the portal's catalog is. */
+static int by_tpl_name(const void *x, const void *y)
+{
+    const json_t *a = *(json_t *const *)x, *b = *(json_t *const *)y;
+    const char *na = json_string_value(json_object_get(json_object_get(a, "metadata"), "name"));
+    const char *nb = json_string_value(json_object_get(json_object_get(b, "metadata"), "name"));
+    return strcmp(na ? na : "", nb ? nb : "");
+}
+
+static void templates(route_ctx *c)
+{
+    if (!is(c, "GET")) { method_not_allowed(c); return; }
+    const char *k;
+    json_t *m, *arr = json_array();
+    json_object_foreach((json_t *)gx_d_objects(c->d), k, m)
+        if (!strncmp(k, "Template/", 9)) json_array_append(arr, m);
+    size_t n = json_array_size(arr);
+    json_t **v = gx_xcalloc(n ? n : 1, sizeof *v);
+    for (size_t i = 0; i < n; i++) v[i] = json_array_get(arr, i);
+    qsort(v, n, sizeof *v, by_tpl_name);
+    json_t *sorted = json_array();
+    for (size_t i = 0; i < n; i++) json_array_append(sorted, v[i]);
+    free(v);
+    json_decref(arr);
+    items(c, sorted);
+}
+
 static void users(route_ctx *c)
 {
     if (need_admin(c)) return;
@@ -527,6 +555,7 @@ int gx_api_route(void *ud, gx_req *req, gx_resp *resp)
     if (!strcmp(what, "apply") && c.nseg == 3) { apply(&c); return 1; }
     if (!strcmp(what, "gpus") && c.nseg <= 5) { gpus(&c); return 1; }
     if (!strcmp(what, "users") && c.nseg <= 4) { users(&c); return 1; }
+    if (!strcmp(what, "templates") && c.nseg == 3) { templates(&c); return 1; }
     for (int i = 0; i < a->nmounts; i++)
         if (!strcmp(what, a->mounts[i].name)) {
             a->mounts[i].fn(a->mounts[i].ud, c.user, req, resp, c.seg, c.nseg);

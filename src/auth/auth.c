@@ -10,6 +10,7 @@
 #include <unistd.h>
 #include "auth/auth.h"
 #include "lib/alloc.h"
+#include "lib/gxtime.h"
 
 #define HASH_LEN 32
 #define ID_LEN 12
@@ -78,13 +79,14 @@ static int find_user(const gx_auth *a, const char *name)
     return -1;
 }
 
-static void add_user_mem(gx_auth *a, const char *name, int admin, const json_t *ns)
+static void add_user_mem(gx_auth *a, const char *name, int admin, const json_t *ns, int64_t created_ms)
 {
     a->users = gx_xreallocarray(a->users, a->nusers + 1, sizeof *a->users);
     gx_user *x = a->users[a->nusers++] = gx_xcalloc(1, sizeof *x);
     snprintf(x->name, sizeof x->name, "%s", name);
     x->admin = admin;
     x->namespaces = json_deep_copy(ns ? ns : json_array());
+    x->created_ms = created_ms;
 }
 
 static void add_token_mem(gx_auth *a, const char *id, const unsigned char *hash, int user)
@@ -137,7 +139,8 @@ gx_auth *gx_auth_open(gx_store *st, const char *data_dir, gx_err *err)
     json_t *u;
     json_array_foreach(users, i, u)
         add_user_mem(a, json_string_value(json_object_get(u, "name")),
-                     json_is_true(json_object_get(u, "admin")), json_object_get(u, "namespaces"));
+                     json_is_true(json_object_get(u, "admin")), json_object_get(u, "namespaces"),
+                     (int64_t)json_integer_value(json_object_get(u, "createdMs")));
     json_decref(users);
     tokens = gx_store_tokens(st, err);
     if (!tokens) goto fail;
@@ -213,7 +216,7 @@ int gx_auth_bootstrap(gx_auth *a, int rotate, char *token_out, int64_t now_ms, g
     if (ui < 0) {
         json_t *ns = json_array();
         int rc = gx_store_put_user(a->st, "admin", 1, ns, now_ms, err);
-        if (!rc) add_user_mem(a, "admin", 1, ns);
+        if (!rc) add_user_mem(a, "admin", 1, ns, now_ms);
         json_decref(ns);
         if (rc) goto fail;
     } else {
@@ -263,7 +266,7 @@ int gx_auth_create_user(gx_auth *a, const char *name, int admin, const json_t *n
     if (find_user(a, name) >= 0) return gx_errf(err, 409, "name", "user %s already exists", name);
     if (gx_store_begin(a->st, err)) return -1;
     if (gx_store_put_user(a->st, name, admin, namespaces, now_ms, err)) goto fail;
-    add_user_mem(a, name, admin, namespaces);
+    add_user_mem(a, name, admin, namespaces, now_ms);
     if (mint(a, name, token_out, now_ms, err) || gx_store_commit(a->st, err)) {
         /* keep memory and disk in step: drop what we added */
         a->nusers--;
@@ -304,9 +307,12 @@ int gx_auth_delete_user(gx_auth *a, const char *name, gx_err *err)
 json_t *gx_auth_users(const gx_auth *a)
 {
     json_t *out = json_array();
-    for (size_t i = 0; i < a->nusers; i++)
-        json_array_append_new(out, json_pack("{s:s,s:b,s:O}", "name", a->users[i]->name,
-                                             "admin", a->users[i]->admin, "namespaces", a->users[i]->namespaces));
+    for (size_t i = 0; i < a->nusers; i++) {
+        char t[GX_TIME_LEN];
+        json_array_append_new(out, json_pack("{s:s,s:b,s:O,s:s}", "name", a->users[i]->name, "admin", a->users[i]->admin,
+                                             "namespaces", a->users[i]->namespaces, "createdAt",
+                                             gx_time_fmt(a->users[i]->created_ms, t, sizeof t)));
+    }
     return out;
 }
 
@@ -384,6 +390,6 @@ int gx_auth_upsert_user(gx_auth *a, const char *name, int admin, const json_t *n
         return 0;
     }
     if (gx_store_put_user(a->st, name, admin, namespaces, now_ms, err)) return -1;
-    add_user_mem(a, name, admin, namespaces);
+    add_user_mem(a, name, admin, namespaces, now_ms);
     return 0;
 }

@@ -19,6 +19,7 @@ typedef struct gx_user {
     char name[64];
     int admin;
     json_t *namespaces;     /* array of strings */
+    int64_t created_ms;     /* when the user was created (createdAt of GET /api/v1/users) */
 } gx_user;
 
 typedef struct gx_auth gx_auth;

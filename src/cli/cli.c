@@ -68,6 +68,11 @@ static const gx_opt verdict_opts[] = {   /* approve, reject */
     {"check", 0, "NAME", "the admission check to set (default: every gpuaas.dev/approval check of the workload)"},
     {0},
 };
+static const gx_opt drain_opts[] = {
+    {"namespace", 'n', "NS", "only the workloads of namespace NS (without it: every namespace, admin only)"},
+    {"timeout", 0, "DURATION", "how long to wait for everything to stop, such as 30s, 5m (default 5m)"},
+    {0},
+};
 static const gx_opt mig_apply_opts[] = {
     {"node", 0, "N", "the node (default: the only one)"},
     {"filename", 'f', "FILE", "a mig-parted file to take CONFIG from (default: the daemon's inventory.migConfig)"},
@@ -100,6 +105,11 @@ static const gx_opt usage_opts[] = {
 
 static const gx_cli_cmd commands[] = {
     {"apply", "-f FILE [-f FILE...]", "create or update Kueue objects (queues, flavors, cohorts, priority classes, nodes) from files",
+     /* the kinds: tests/integration/first_hour.sh checks this list against the daemon's */
+     "Kinds: ResourceFlavor, Cohort, ClusterQueue, LocalQueue, WorkloadPriorityClass,\n"
+     "AdmissionCheck (Kueue's; a v1 List of them too, as `get -o yaml` prints),\n"
+     "Node (the simulated inventory), Tier and Model (the gateway's), Template and\n"
+     "PortalConfig (the portal's).\n"
      "Sends the documents to POST /api/v1/apply. Several YAML files go in one request, so\n"
      "either all of them are applied or none; when one of them is JSON, each file is sent\n"
      "on its own, in order. Admin only. A file may be at most 4 MiB.\n",
@@ -137,10 +147,24 @@ static const gx_cli_cmd commands[] = {
      "the message as its reason; it is not restarted.\n",
      "gpuaas reject team-a/train-1 --message \"no budget left this month\"\n",
      verdict_opts, 1, 1, 1, gx_cli_run_reject},
+    {"delete", "NS/NAME [NS/NAME...]", "delete finished workloads from the record (their logs too)",
+     REF_DETAILS "Only a finished or cancelled workload can be deleted (cancel a running one first). This\n"
+     "makes room under limits.maxWorkloads. Each is tried; the exit status is 1 if any failed.\n",
+     "gpuaas delete team-a/train-1\ngpuaas delete -n team-a train-1 train-2\n",
+     ns_opts, 0, 1, -1, gx_cli_run_delete},
+    {"drain", "[-n NS] [--timeout 5m]", "cancel every workload (or a namespace's) and wait until none runs",
+     "Cancels every pending and running workload, then waits until they have stopped\n"
+     "(SIGTERM, then SIGKILL after each one's grace period), cancelling what is submitted\n"
+     "meanwhile. Without -n it drains every namespace (admin only). Stopping the daemon\n"
+     "does not stop running pods (they are re-adopted at the next start): drain first to\n"
+     "stop everything. Exit status 1 when something still runs at the timeout.\n",
+     "gpuaas drain\ngpuaas drain -n team-a --timeout 30s\n", drain_opts, 0, 0, 0, gx_cli_run_drain},
     {"queues", "", "show ClusterQueues (quota and usage per flavor/resource) and LocalQueues",
      "-o wide adds the borrowing and lending limits and whether the queue is active.\n",
      "gpuaas queues\ngpuaas queues -n team-a -o yaml\n", queues_opts, 1, 0, 0, gx_cli_run_queues},
-    {"gpus", "", "list the GPUs of every node and the workloads using them", NULL,
+    {"gpus", "", "list the GPUs of every node and the workloads using them",
+     "Columns: NODE INDEX MODEL MEMORY MODE SLICES UTIL MEM-USED WORKLOADS; -o wide adds UUID.\n"
+     "gpuaas gpus mig apply CONFIG re-lays out a node's MIG devices (admin; see its --help).\n",
      "gpuaas gpus\ngpuaas gpus -o wide\ngpuaas gpus -o json\n", no_opts, 1, 0, 0, gx_cli_run_gpus},
     {"gpus mig apply", "CONFIG [--node N] [-f FILE]", "re-lay out a node's MIG devices from a mig-parted config (admin)",
      "CONFIG names an entry of mig-parted's mig-configs: of the daemon's inventory.migConfig file,\n"
@@ -152,10 +176,10 @@ static const gx_cli_cmd commands[] = {
      mig_apply_opts, 1, 1, 1, gx_cli_run_gpus_mig_apply},
     {"get", "KIND [NAME]", "list objects of one kind, or one object by name",
      "KIND is clusterqueues (cq), localqueues (lq), resourceflavors (rf), cohorts (co),\n"
-     "workloadpriorityclasses (wpc), workloads (wl), nodes (no), users, or the gateway's\n"
-     "tiers and models; singular forms work too.\n"
+     "workloadpriorityclasses (wpc), workloads (wl), nodes (no), users, the portal's\n"
+     "templates (tpl), or the gateway's tiers and models; singular forms work too.\n"
      "A LocalQueue or workload NAME may be written NS/NAME.\n",
-     "gpuaas get cq\ngpuaas get rf h100 -o yaml\ngpuaas get lq -n team-a\ngpuaas get tiers\n",
+     "gpuaas get cq\ngpuaas get rf h100 -o yaml\ngpuaas get lq -n team-a\ngpuaas get tiers\ngpuaas get templates\n",
      get_opts, 1, 1, 2, gx_cli_run_get},
     {"users create", "NAME --namespaces A,B [--admin]", "create a user and print its token (admin)",
      "The token is printed once and cannot be shown again.\n",
@@ -248,8 +272,11 @@ int gx_cli_usage_error(const gx_cli_ctx *c, const char *fmt, ...)
     va_start(ap, fmt);
     vfprintf(stderr, fmt, ap);
     va_end(ap);
-    fputs("\n\n", stderr);
-    cmd_usage(stderr, c->cmd);
+    /* A mistake gets the one line that shows the right form, not the whole help, which
+     * would push the message itself off the screen. */
+    const gx_cli_cmd *cmd = c->cmd;
+    fprintf(stderr, "\nusage: gpuaas %s%s%s [options]\nsee gpuaas %s --help\n", cmd->name, *cmd->synopsis ? " " : "",
+            cmd->synopsis, cmd->name);
     return 2;
 }
 
@@ -310,6 +337,15 @@ static const gx_cli_cmd *lookup(int *argc, char ***argv, int *rc)
         *argc -= 2;
         *argv += 2;
         name = "gpus mig apply";
+    }
+    /* "gpus mig" with anything but apply: say what there is (MIG has one command) */
+    if (!strcmp(name, "gpus") && *argc >= 2 && !strcmp((*argv)[1], "mig")) {
+        int help = *argc >= 3 && (!strcmp((*argv)[2], "--help") || !strcmp((*argv)[2], "-h"));
+        if (*argc >= 3 && !help) fprintf(stderr, "gpuaas gpus mig: unknown subcommand '%s'\n", (*argv)[2]);
+        else if (!help) fputs("gpuaas gpus mig: missing subcommand\n", stderr);
+        fputs("usage: gpuaas gpus mig apply CONFIG [--node N] [-f FILE]\nsee gpuaas gpus mig apply --help\n", help ? stdout : stderr);
+        *rc = help ? 0 : 2;
+        return NULL;
     }
     if (group) {
         if (*argc < 2) { *rc = group_usage(stderr, group, 2); return NULL; }

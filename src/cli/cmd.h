@@ -34,7 +34,8 @@ typedef struct gx_cli_cmd {
 
 /* "Now" for ages: the server's clock when an answer carried a Date header, else ours. */
 int64_t gx_cli_now(const gx_cli_ctx *c);
-/* Print "gpuaas CMD: <message>" and the command's usage to stderr; returns 2. */
+/* Print "gpuaas CMD: <message>", the command's usage line and where its help is to
+ * stderr; returns 2. */
 int gx_cli_usage_error(const gx_cli_ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Resolve a workload reference (NS/NAME, or NAME with -n / $GPUAAS_NAMESPACE / the
  * caller's only namespace). Returns 0, 1 after reporting an error, 2 after a usage error. */
@@ -60,6 +61,9 @@ int gx_cli_run_get(gx_cli_ctx *c);
 int gx_cli_run_users_create(gx_cli_ctx *c);
 int gx_cli_run_users_ls(gx_cli_ctx *c);
 int gx_cli_run_users_delete(gx_cli_ctx *c);
+/* cmd_drain.c */
+int gx_cli_run_drain(gx_cli_ctx *c);
+int gx_cli_run_delete(gx_cli_ctx *c);
 int gx_cli_run_whoami(gx_cli_ctx *c);
 
 /* Send -f files to path (apply and submit): one request when they can be combined.

@@ -161,6 +161,10 @@ static const char *const tier_f[] = {"name", "=win:limits.requests", "=win:limit
 static const char *const model_h[] = {"NAME", "SERVED AS", "TIERS", "BACKEND", "STATE", "READY", "REPLICAS"};
 static const char *const model_f[] = {"name", "=join:servedNames", "=join:tiers", "backend", "state", "readyReplicas", "replicas"};
 
+/* the portal's request templates */
+static const char *const tpl_h[] = {"NAME", "TYPE", "TITLE"};
+static const char *const tpl_f[] = {"metadata.name", "spec.type", "metadata.title"};
+
 static const kind kinds[] = {
     {"clusterqueues", "clusterqueue", "cq", "/api/v1/clusterqueues", "ClusterQueue", 0, 6, cq_h, cq_f, 1},
     {"localqueues", "localqueue", "lq", "/api/v1/localqueues", "LocalQueue", 1, 5, lq_h, lq_f, 1},
@@ -172,6 +176,7 @@ static const kind kinds[] = {
     {"users", "user", NULL, "/api/v1/users", "user", 0, 4, user_h, user_f, 0},
     {"tiers", "tier", NULL, "/api/v1/tiers", "Tier", 0, 6, tier_h, tier_f, 0},
     {"models", "model", NULL, "/api/v1/models", "Model", 0, 7, model_h, model_f, 0},
+    {"templates", "template", "tpl", "/api/v1/templates", "Template", 0, 3, tpl_h, tpl_f, 0},
     {"workloads", "workload", "wl", "/api/v1/workloads", "workload", 1, 0, NULL, NULL, 1},
 };
 

@@ -43,8 +43,8 @@ static void summary(const json_t *w, int64_t now)
     snprintf(a, sizeof a, "%s%s%s", reason ? reason : "", reason && msg ? ": " : "", msg ? msg : "");
     field("Why:", a);
     if (json_object_get(w, "positionInClusterQueue") || json_object_get(w, "positionInLocalQueue")) {
-        snprintf(a, sizeof a, "%s in ClusterQueue, %s in LocalQueue (0 is next)",
-                 gx_cli_jnum(w, "positionInClusterQueue", b, sizeof b), gx_cli_jnum(w, "positionInLocalQueue", c2, sizeof c2));
+        snprintf(a, sizeof a, "%s in ClusterQueue, %s in LocalQueue (1 is next)",
+                 gx_cli_position(w, "positionInClusterQueue", b, sizeof b), gx_cli_position(w, "positionInLocalQueue", c2, sizeof c2));
         field("Position:", a);
     }
     time_field("Created:", w, "createdAt", now);

@@ -101,7 +101,7 @@ static void where_line(const json_t *w, const char *verb)
     if (!strcmp(verb, "cancelled") && msg && *msg)
         printf(" (%s)", msg);
     else if (json_object_get(w, "positionInClusterQueue"))
-        printf(" (position %s in ClusterQueue %s)", gx_cli_jnum(w, "positionInClusterQueue", pos, sizeof pos), cq ? cq : "?");
+        printf(" (position %s in ClusterQueue %s)", gx_cli_position(w, "positionInClusterQueue", pos, sizeof pos), cq ? cq : "?");
     else if (cq && *cq && strcmp(phase, "Deactivated"))
         printf(" (ClusterQueue %s)", cq);
     else if (msg && *msg)
@@ -162,7 +162,7 @@ static void ls_row(gx_cli_table *t, const json_t *w, int wide, int64_t now)
         gx_cli_jstr(w, "clusterQueue"), gx_cli_jnum(w, "priority", prio, sizeof prio),
         gx_cli_jstr(w, "priorityClass"), phase,
         gx_cli_fmt_since(gx_cli_jstr(w, "createdAt"), now, age, sizeof age),
-        gx_cli_gpus(w, gpus, sizeof gpus), gx_cli_jnum(w, "positionInClusterQueue", pos, sizeof pos),
+        gx_cli_gpus(w, gpus, sizeof gpus), gx_cli_position(w, "positionInClusterQueue", pos, sizeof pos),
         why ? reason : NULL,
     };
     if (wide) {
@@ -232,6 +232,23 @@ static void on_sigint(int sig)
     interrupted = 1;
 }
 
+/* logs -f on a workload that has not started shows nothing until it does: say so (on
+ * stderr, so the output itself stays the log), or the user takes it for a hang. */
+static void say_if_waiting(gx_cli_ctx *c, const char *ns, const char *name)
+{
+    char ens[800], ename[800], path[2048];
+    snprintf(path, sizeof path, "/api/v1/workloads/%s/%s", gx_cli_pct(ns, ens, sizeof ens), gx_cli_pct(name, ename, sizeof ename));
+    gx_cli_resp r;
+    if (gx_cli_http_call(&c->http, "GET", path, NULL, 0, NULL, &r)) { gx_cli_resp_free(&r); return; }   /* the stream reports it */
+    const char *state = gx_cli_jstr_or(r.json, "state", "");
+    if (!strcmp(state, "Pending") || (!strcmp(state, "Admitted") && !json_array_size(json_object_get(r.json, "pods")))) {
+        const char *why = gx_cli_jstr_or(r.json, "message", gx_cli_jstr(r.json, "reason"));
+        fprintf(stderr, "%s/%s is waiting to start%s%s%s; its output follows once it runs (Ctrl-C stops)\n", ns, name,
+                why ? " (" : "", why ? why : "", why ? ")" : "");
+    }
+    gx_cli_resp_free(&r);
+}
+
 int gx_cli_run_logs(gx_cli_ctx *c)
 {
     char ns[256], name[256], ens[800], ename[800], path[2048];
@@ -244,7 +261,10 @@ int gx_cli_run_logs(gx_cli_ctx *c)
         if (!*pod || *end || v < 0 || v > 100000) return gx_cli_usage_error(c, "--pod wants a pod index (0, 1, ...), not '%s'", pod);
     }
     snprintf(path, sizeof path, "/api/v1/workloads/%s/%s/logs", gx_cli_pct(ns, ens, sizeof ens), gx_cli_pct(name, ename, sizeof ename));
-    if (gx_opt_has(&c->args, "follow")) add_query(path, sizeof path, "follow", "1");
+    if (gx_opt_has(&c->args, "follow")) {
+        add_query(path, sizeof path, "follow", "1");
+        say_if_waiting(c, ns, name);
+    }
     add_query(path, sizeof path, "pod", pod);
     /* Ctrl-C ends the stream cleanly (exit 130) instead of killing us mid-write. */
     struct sigaction sa, old;

@@ -145,6 +145,14 @@ const char *gx_cli_jnum(const json_t *o, const char *path, char *buf, size_t n)
     return buf;
 }
 
+const char *gx_cli_position(const json_t *o, const char *path, char *buf, size_t n)
+{
+    const json_t *v = gx_cli_jget(o, path);
+    if (json_is_integer(v)) snprintf(buf, n, "%" JSON_INTEGER_FORMAT, json_integer_value(v) + 1);
+    else snprintf(buf, n, "-");
+    return buf;
+}
+
 /* Append to buf at *o without overflowing; output is cut when it does not fit. */
 static void app(char *buf, size_t n, size_t *o, const char *fmt, const char *s)
 {

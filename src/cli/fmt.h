@@ -38,6 +38,9 @@ const char *gx_cli_jstr(const json_t *o, const char *path);
 const char *gx_cli_jstr_or(const json_t *o, const char *path, const char *def);
 /* Integer or integral string at path written into buf ("-" when absent). */
 const char *gx_cli_jnum(const json_t *o, const char *path, char *buf, size_t n);
+/* A queue position at path counted from 1 ("1" is next), as the portal shows it; the
+ * API's positions count from 0. "-" when absent. */
+const char *gx_cli_position(const json_t *o, const char *path, char *buf, size_t n);
 
 /* Join a JSON array of strings with sep ("-" when empty). Returns buf. */
 const char *gx_cli_join(const json_t *arr, const char *sep, char *buf, size_t n);

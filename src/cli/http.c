@@ -262,11 +262,13 @@ const char *gx_cli_err_text(const json_t *body, const gx_cli_body *src, char *bu
     const json_t *jl = json_object_get(e, "line"), *jd = json_object_get(e, "document");
     int line = json_is_integer(jl) ? (int)json_integer_value(jl) : 0;
     int doc = json_is_integer(jd) ? (int)json_integer_value(jd) : -1;
-    /* Only errors about the body (400, 413, 422) are about the file: a 403 on apply
-     * is about who asked, and "queues.yaml: forbidden" would send people looking. */
+    /* Errors about the body (400, 413, 422) are about the file; other refusals are only
+     * when the server pins them on a document (a 403 for a namespace one may not submit
+     * to, a 409 for a name that exists): a bare 403 on apply is about who asked, and
+     * "queues.yaml: forbidden" would send people looking. */
     const json_t *jc = json_object_get(e, "code");
     int code = json_is_integer(jc) ? (int)json_integer_value(jc) : 0;
-    if (code && code != 400 && code != 413 && code != 422) src = NULL;
+    if (code && code != 400 && code != 413 && code != 422 && line <= 0 && doc < 0) src = NULL;
     char loc[600] = "";
     const char *file = NULL;
     int fline = line;

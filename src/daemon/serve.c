@@ -201,8 +201,7 @@ int gx_serve_main(int argc, char **argv)
     if (!(d->loop = gx_loop_new())) { gx_errf(&e, 500, "", "cannot create the event loop"); goto out; }
     if (!(d->store = gx_store_open(d->cfg.data_dir, &e))) goto out;
     if (!(d->auth = gx_auth_open(d->store, d->cfg.data_dir, &e))) goto out;
-    char token[GX_TOKEN_MAX];
-    if (gx_auth_bootstrap(d->auth, rotate, token, gx_loop_now(d->loop), &e) < 0) goto out;
+    char token[GX_TOKEN_MAX] = "";
     gx_engine_opts eo = {.fair_sharing = d->cfg.fair_sharing};
     d->eng = gx_engine_new(&eo);
     if (gx_root_front_doors(&root, &e)) goto out;
@@ -248,6 +247,10 @@ int gx_serve_main(int argc, char **argv)
     if (sfd < 0 || gx_loop_watch(d->loop, sfd, 0x001, on_signal, d)) { gx_errf(&e, 500, "", "signalfd failed"); goto out; }
 
     if (gx_root_listen(&root, &e)) goto out;
+    /* The admin's token is created (or rotated) only once the daemon can serve: a first
+     * start that fails (the port in use) must not store a token it never shows. No
+     * request is read before the loop runs, so nobody can knock before the admin exists. */
+    if (gx_auth_bootstrap(d->auth, rotate, token, gx_loop_now(d->loop), &e) < 0) goto out;
     d->ready = 1;
     char url[128];
     snprintf(url, sizeof url, "http://%s:%d", d->cfg.listen_host, gx_http_port(d->http));

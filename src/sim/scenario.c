@@ -440,7 +440,8 @@ static int step(sim *s, int64_t t)
 
 static const gx_opt scenario_opts[] = {
     {"fair-sharing", 0, NULL, "enable fair sharing whatever the Configuration says"},
-    {"output", 'o', "OUT", "write the events to OUT instead of stdout"},
+    {"output", 'o', "FORMAT", "json (the only format: one JSON object per line)"},
+    {"out", 0, "FILE", "write the events to FILE instead of stdout"},
     {"help", 'h', NULL, "this help"},
     {0},
 };
@@ -448,7 +449,7 @@ static const gx_opt *const scenario_sets[] = {scenario_opts, NULL};
 
 static void usage(FILE *f)
 {
-    fputs("usage: gpuaas sim scenario [--fair-sharing] [-o OUT] FILE...\n"
+    fputs("usage: gpuaas sim scenario [--fair-sharing] [-o json] [--out FILE] FILE...\n"
           "Replay a Kueue scenario on a virtual clock through the gpuaas engine.\n"
           "FILE: multi-document YAML with Kueue objects (ResourceFlavor, ClusterQueue, Cohort,\n"
           "LocalQueue, WorkloadPriorityClass), gpuaas.dev/v1alpha1 Nodes, an optional\n"
@@ -463,22 +464,34 @@ int gx_sim_scenario_main(int argc, char **argv)
 {
     gx_opt_args a;
     if (gx_opts_parse(scenario_sets, argc, argv, &a)) {
-        fprintf(stderr, "gpuaas sim scenario: %s\n", a.err);
-        usage(stderr);
+        fprintf(stderr, "gpuaas sim scenario: %s\nusage: gpuaas sim scenario [--fair-sharing] [-o json] [--out FILE] FILE...\n"
+                "see gpuaas sim scenario --help\n", a.err);
         gx_opts_free(&a);
         return 2;
     }
-    if (gx_opt_has(&a, "help") || !a.npos) {
-        int help = gx_opt_has(&a, "help");
-        usage(help ? stdout : stderr);
+    if (gx_opt_has(&a, "help")) {
+        usage(stdout);
         gx_opts_free(&a);
-        return help ? 0 : 2;
+        return 0;
+    }
+    if (!a.npos) {
+        fputs("gpuaas sim scenario: no scenario FILE given\nusage: gpuaas sim scenario [--fair-sharing] [-o json] [--out FILE] FILE...\n"
+              "see gpuaas sim scenario --help\n", stderr);
+        gx_opts_free(&a);
+        return 2;
     }
     sim s;
     memset(&s, 0, sizeof s);
     s.out = stdout;
     int rc = 0;
-    const char *outpath = gx_opt_get(&a, "output");
+    /* -o is the output format everywhere in gpuaas; a file is --out. */
+    const char *fmt = gx_opt_get(&a, "output");
+    if (fmt && strcmp(fmt, "json")) {
+        fprintf(stderr, "gpuaas sim scenario: -o: unknown output format '%s' (json; a file is --out FILE)\n", fmt);
+        gx_opts_free(&a);
+        return 2;
+    }
+    const char *outpath = gx_opt_get(&a, "out");
     if (outpath && !(s.out = fopen(outpath, "w"))) {
         fprintf(stderr, "gpuaas sim scenario: cannot write %s\n", outpath);
         gx_opts_free(&a);

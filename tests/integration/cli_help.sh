@@ -57,6 +57,8 @@ declare -A OPTS=(
   [show]="-n --namespace -o --output"
   [logs]="-n --namespace -f --follow --pod"
   [cancel]="-n --namespace -o --output"
+  [drain]="-n --namespace --timeout"
+  [delete]="-n --namespace"
   [queues]="-n --namespace -o --output"
   [gpus]="-o --output"
   [get]="-n --namespace -o --output"
@@ -91,7 +93,7 @@ done
 expect help-short 0 out "usage: gpuaas ls" -- "$BIN" ls -h
 if expect_rc toplevel-help 0 -- "$BIN" --help; then
   missing=""
-  for c in apply submit ls show logs cancel queues gpus get users whoami; do
+  for c in apply submit ls show logs cancel drain delete queues gpus get users whoami; do
     grep -qE "^  $c( |$)" "$tmp/out" || missing+=" $c"
   done
   if [[ -n $missing ]]; then fail toplevel-help "missing:$missing"; else ok toplevel-help; fi
@@ -116,6 +118,37 @@ expect keys-create-no-tier 2 err "gpuaas get tiers lists them" -- "$BIN" keys cr
 expect get-help-gateway-kinds 0 out "tiers and models" -- "$BIN" get --help
 expect usage-help-user 0 out "--user NAME" -- "$BIN" usage --help
 expect usage-user-empty 2 err "--user wants a user name" -- "$BIN" usage --user ""
+
+# A usage mistake gets the usage line and where the help is, not the whole help.
+if expect_rc short-usage 2 -- "$BIN" submit; then
+  if grep -q "^usage: gpuaas submit -f FILE" "$tmp/err" && grep -qF "see gpuaas submit --help" "$tmp/err" &&
+     ! grep -q "^Options:" "$tmp/err"; then ok short-usage
+  else fail short-usage "stderr: $(cat "$tmp/err")"; fi
+fi
+expect drain-help 0 out "--timeout DURATION" -- "$BIN" drain --help
+expect delete-help 0 out "usage: gpuaas delete NS/NAME" -- "$BIN" delete --help
+expect drain-bad-timeout 2 err "--timeout wants a duration" -- "$BIN" drain --timeout soon --server http://127.0.0.1:1
+# sim: its help lists the replays; -o is a format there too, a file is --out
+if expect_rc sim-help 0 -- "$BIN" sim --help; then
+  if grep -q "gpuaas sim trace  *replay" "$tmp/out" && grep -q "gpuaas sim scenario  *replay" "$tmp/out"; then ok sim-help
+  else fail sim-help "no subcommands: $(cat "$tmp/out")"; fi
+fi
+expect sim-scenario-help 0 out "--out FILE" -- "$BIN" sim scenario --help
+expect sim-scenario-no-file 2 err "see gpuaas sim scenario --help" -- "$BIN" sim scenario
+expect unknown-command 2 err "see gpuaas --help" -- "$BIN" frobnicate
+scen=$here/../scenarios/cohort-borrowing.yaml
+(cd "$tmp" && "$BIN" sim scenario -o json "$scen" >"$tmp/scen.out" 2>"$tmp/scen.err")
+if [[ $? -eq 0 && ! -e "$tmp/json" ]] && tail -n1 "$tmp/scen.out" | grep -q '"summary"'; then ok sim-scenario-o-json
+else fail sim-scenario-o-json "rc or a file named json: $(ls "$tmp") $(head -c 200 "$tmp/scen.err")"; fi
+expect sim-scenario-o-bad 2 err "unknown output format 'yaml'" -- "$BIN" sim scenario -o yaml "$scen"
+if "$BIN" sim scenario --out "$tmp/events.jsonl" "$scen" >/dev/null 2>&1 && grep -q '"summary"' "$tmp/events.jsonl"; then
+  ok sim-scenario-out-file
+else fail sim-scenario-out-file "no events in --out FILE"; fi
+# gpus mig: the one subcommand is named, whatever comes after "mig"
+expect gpus-mig-alone 2 err "usage: gpuaas gpus mig apply CONFIG" -- "$BIN" gpus mig
+expect gpus-mig-help 0 out "usage: gpuaas gpus mig apply CONFIG" -- "$BIN" gpus mig --help
+expect gpus-mig-unknown 2 err "unknown subcommand 'ls'" -- "$BIN" gpus mig ls
+expect gpus-help-mig 0 out "gpus mig apply" -- "$BIN" gpus --help
 
 # An unreachable server: a loopback port nothing listens on.
 port=1

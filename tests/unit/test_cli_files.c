@@ -168,3 +168,22 @@ Test(cli_errors, only_body_errors_name_the_file)
     cr_assert_str_eq(err_of("{\"error\":{\"code\":413,\"message\":\"too large\"}}", &f, buf, sizeof buf), "queues.yaml: too large");
     gx_cli_body_free(&f);
 }
+
+/* A 403 or 409 the server pins on a document's line (submit to a namespace one may not
+ * use, a name that exists) is about that document: the file and its line say which. */
+Test(cli_errors, refusals_with_a_line_name_the_file)
+{
+    char buf[600];
+    gx_cli_body in[2] = {part("a.yaml", "a: 1\nb: 2\n"), part("b.yaml", "c: 3\nd: 4\n")};
+    gx_cli_body all;
+    cr_assert_eq(gx_cli_body_concat(in, 2, &all), 0);
+    cr_assert_str_eq(err_of("{\"error\":{\"code\":403,\"message\":\"user bob may not submit to namespace team-b\","
+                            "\"field\":\"metadata.namespace\",\"line\":5,\"document\":1}}", &all, buf, sizeof buf),
+                     "b.yaml:1: metadata.namespace: user bob may not submit to namespace team-b");
+    cr_assert_str_eq(err_of("{\"error\":{\"code\":409,\"message\":\"workload team-a/x already exists\","
+                            "\"field\":\"metadata.name\",\"line\":3,\"document\":0}}", &all, buf, sizeof buf),
+                     "a.yaml:2: metadata.name: workload team-a/x already exists");
+    gx_cli_body_free(&all);
+    gx_cli_body_free(&in[0]);
+    gx_cli_body_free(&in[1]);
+}

@@ -219,7 +219,7 @@ Test(cli_main, command_list_has_one_line_each)
     FILE *f = open_memstream(&text, &len);
     gx_cli_usage(f);
     fclose(f);
-    const char *cmds[] = {"apply", "submit", "ls", "show", "logs", "cancel", "approve", "reject", "queues", "gpus", "get",
+    const char *cmds[] = {"apply", "submit", "ls", "show", "logs", "cancel", "approve", "reject", "delete", "drain", "queues", "gpus", "get",
                           "users", "keys", "models", "usage", "whoami"};
     int lines = 0;
     for (char *p = text; *p; p++) lines += *p == '\n';
