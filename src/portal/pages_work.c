@@ -361,6 +361,18 @@ static void status_section(gx_portal_ctx *c, gx_sbuf *b, const json_t *w)
     gx_sbuf_puts(b, "</section>");
 }
 
+/* Waiting for admission checks: Pending with a check not yet Ready (the view lists
+ * them; see core/engine_check.c). */
+static int waits_for_checks(const json_t *w)
+{
+    if (strcmp(json_string_value(json_object_get(w, "state")) ?: "", "Pending")) return 0;
+    size_t i;
+    json_t *ch;
+    json_array_foreach(json_object_get(w, "admissionChecks"), i, ch)
+        if (!strcmp(json_string_value(json_object_get(ch, "state")) ?: "", "Pending")) return 1;
+    return 0;
+}
+
 void gx_portal_workload(gx_portal_ctx *c, const char *ns, const char *name)
 {
     json_t *w = visible(c, ns, name);
@@ -376,6 +388,15 @@ void gx_portal_workload(gx_portal_ctx *c, const char *ns, const char *name)
                            "data-confirm=\"Cancel %H? Its processes are stopped.\" data-progress=\"Cancelling…\">", ns, name, title);
         gx_portal_csrf_field(c, &b);
         gx_sbuf_puts(&b, "<button type=\"submit\" class=\"danger\">Cancel</button></form>");
+    }
+    if (c->user->admin && waits_for_checks(w)) {
+        /* the gpuaas.dev/approval controller: an admin's verdict, with a reason */
+        gx_portal_putf(&b, "<form method=\"post\" action=\"/ui/workloads/%U/%U/verdict\" class=\"actions verdict\">", ns, name);
+        gx_portal_csrf_field(c, &b);
+        gx_sbuf_puts(&b, "<label>Reason (the user sees it; required to reject) "
+                          "<input name=\"message\" maxlength=\"512\" autocomplete=\"off\"></label> "
+                          "<button type=\"submit\" name=\"verdict\" value=\"approve\">Approve</button> "
+                          "<button type=\"submit\" name=\"verdict\" value=\"reject\" class=\"danger\">Reject</button></form>");
     }
     if (model_server(c, w))
         gx_sbuf_puts(&b, "<p class=\"note\"><span class=\"tag model-server\">model server</span> The gateway runs this for a model "
@@ -406,4 +427,32 @@ void gx_portal_workload_cancel(gx_portal_ctx *c, const char *ns, const char *nam
     snprintf(to, sizeof to, "%s", u.p);
     gx_sbuf_free(&u);
     gx_portal_redirect(c, to);
+}
+
+/* POST /ui/workloads/NS/NAME/verdict (admins): approve or reject through the same
+ * operation as the REST API and the CLI, which records the verdict before answering. */
+void gx_portal_workload_verdict(gx_portal_ctx *c, const char *ns, const char *name)
+{
+    if (!c->user->admin) { gx_portal_error_page(c, 403, "Not allowed", "Only admins approve or reject workloads."); return; }
+    const char *v = gx_portal_form_get(c->form, "verdict") ?: "";
+    const char *msg = gx_portal_form_get(c->form, "message") ?: "";
+    int approve = !strcmp(v, "approve");
+    if (!approve && strcmp(v, "reject")) { gx_portal_error_page(c, 400, "Bad request", "verdict: approve or reject"); return; }
+    if (!approve && !*msg) {
+        gx_portal_error_page(c, 422, "Cannot reject", "message: say why it is rejected (the workload's user sees it)");
+        return;
+    }
+    if (strlen(msg) > 512) { gx_portal_error_page(c, 413, "Cannot decide", "message: at most 512 characters"); return; }
+    gx_wlkey k;
+    gx_err e;
+    gx_err_clear(&e);
+    if (gx_wlkey_make(&k, ns, name, &e) || gx_d_approve(c->d, k.key, approve, NULL, *msg ? msg : NULL, c->user->name, &e)) {
+        gx_portal_error_page(c, e.status >= 400 ? e.status : 500, approve ? "Cannot approve" : "Cannot reject", e.msg);
+        return;
+    }
+    gx_sbuf u;
+    gx_sbuf_init(&u);
+    gx_portal_putf(&u, "/ui/workloads/%U/%U", ns, name);
+    gx_portal_redirect(c, u.p);
+    gx_sbuf_free(&u);
 }

@@ -144,6 +144,8 @@ static void route_ui(gx_portal_ctx *c)
     else if (!strcmp(a, "workloads") && n == 4 && !post) gx_portal_workload(c, c->seg[2], c->seg[3]);
     else if (!strcmp(a, "workloads") && n == 5 && post && !strcmp(c->seg[4], "cancel"))
         gx_portal_workload_cancel(c, c->seg[2], c->seg[3]);
+    else if (!strcmp(a, "workloads") && n == 5 && post && !strcmp(c->seg[4], "verdict"))
+        gx_portal_workload_verdict(c, c->seg[2], c->seg[3]);
     else if (!strcmp(a, "models") && n == 2 && !post) gx_portal_models(c);
     else if (!strcmp(a, "queues") && n == 2 && !post) gx_portal_queues(c);
     else if (!strcmp(a, "queues") && n == 4 && post && !strcmp(c->seg[3], "quota")) gx_portal_quota_post(c, c->seg[2]);

@@ -112,6 +112,7 @@ json_t *gx_portal_templates(const gx_daemon *d);
 void gx_portal_home(gx_portal_ctx *c);
 void gx_portal_workload(gx_portal_ctx *c, const char *ns, const char *name);
 void gx_portal_workload_cancel(gx_portal_ctx *c, const char *ns, const char *name);
+void gx_portal_workload_verdict(gx_portal_ctx *c, const char *ns, const char *name);
 /* plain words for why a workload waits, and when it may start */
 void gx_portal_why(gx_portal_ctx *c, const json_t *wl, gx_sbuf *b);
 

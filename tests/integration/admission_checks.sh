@@ -98,6 +98,10 @@ expect_eq "after a restart a still holds its quota" "$(wl_field team-a/a '.condi
 expect_eq "  and its check is still Pending" "$(wl_field team-a/a '.admissionChecks[0].state')" Pending
 expect_eq "  and it has not started" "$(wl_field team-a/a .phase)" Pending
 
+# the portal: an admin's page of a waiting workload offers the verdict
+expect_eq "the admin signs in on the portal" "$(sign_in "$TMP/admin.jar" "$ADMIN_TOKEN")" 303
+check "the workload's page offers Approve and Reject" bash -c \
+  "curl -s -b '$TMP/admin.jar' '$GPUAAS_SERVER/ui/workloads/team-a/a' | grep -q 'value=\"approve\">Approve</button>.*value=\"reject\"'"
 check "gpuaas approve" "$G" approve team-a/a --message "looks fine"
 check "approved workload runs to the end" wait_phase team-a/a Succeeded 15
 expect_eq "its check is Ready" "$(wl_field team-a/a '.admissionChecks[0].state')" Ready
@@ -126,4 +130,16 @@ expect_eq "after kill -9 the rejection is kept" "$(wl_field team-a/b '.admission
 check "  and c still waits" wl_says team-a/c "not run by gpuaas"
 check "setting the check Ready by name" "$G" approve team-a/c --check prov
 check "c runs" wait_phase team-a/c Succeeded 15
+
+# the portal's verdict: d waits for approval, the admin approves it on its page
+job d team-a gated 1 'echo ran-d' >"$TMP/d.yaml"
+"$G" submit -f "$TMP/d.yaml" >/dev/null
+check "d waits for approval" until_ok 10 wl_says team-a/d "waiting for an admin"
+sign_in "$TMP/admin.jar" "$ADMIN_TOKEN" >/dev/null
+csrf=$(csrf_of_jar "$TMP/admin.jar")
+code=$(curl -s -o /dev/null -w '%{http_code}' -b "$TMP/admin.jar" --data-urlencode "_csrf=$csrf" \
+  --data-urlencode verdict=approve --data-urlencode "message=fine by me" "$GPUAAS_SERVER/ui/workloads/team-a/d/verdict")
+expect_eq "the portal's Approve answers with the workload's page (303)" "$code" 303
+check "d runs" wait_phase team-a/d Succeeded 15
+expect_match "  approved with the admin's words" "$(wl_field team-a/d '.admissionChecks[0].message')" "fine by me"
 finish

@@ -53,15 +53,6 @@ expect_eq "tiers and models applied" "$(status_of "$(api POST /api/v1/apply --da
 k=$(TOKEN=$ALICE api POST /api/v1/keys -d '{"name":"matrix","tier":"open"}')
 GWKEY=$(body_of "$k" | jq -r .key)
 expect_match "alice has a gateway key" "$GWKEY" '^gpa_'
-
-# sign_in JAR TOKEN: the real /login form (its double-submit cookie), then the token
-sign_in() {
-  local jar=$1 tok=$2 login
-  login=$(curl -s -c "$jar" -b "$jar" "$S/login" | grep -o 'name="_login" value="[^"]*"' | head -1 | sed 's/.*value="//; s/"$//')
-  curl -s -o /dev/null -w '%{http_code}' -c "$jar" -b "$jar" --data-urlencode "_login=$login" \
-    --data-urlencode "token=$tok" "$S/login"
-}
-csrf_of_jar() { curl -s -b "$1" "$S/" | grep -o 'name="csrf-token" content="[^"]*"' | sed 's/.*content="//; s/"$//'; }
 new_sessions() {   # alice's and the admin's portal sessions (the admin's serves nocsrf too)
   local n
   fresh n s; SJAR=$TMP/alice-$n.jar AJAR=$TMP/admin-$n.jar
@@ -98,7 +89,7 @@ submit_a wa-0 0 'echo hello; sleep 600'
 apply_admin "$(kueue WorkloadPriorityClass pc-0 'value: 5')"
 # admission checks: a queue whose workloads wait for an admin's approval (approve/reject rows)
 apply_admin "$(kueue AdmissionCheck approval 'spec: {controllerName: gpuaas.dev/approval}')"
-apply_admin "$(kueue ClusterQueue checked 'spec: {namespaceSelector: {}, admissionChecks: [approval], resourceGroups: [{coveredResources: [cpu, nvidia.com/gpu], flavors: [{name: h100, resources: [{name: cpu, nominalQuota: "100"}, {name: nvidia.com/gpu, nominalQuota: "0"}]}]}]}')"
+apply_admin "$(kueue ClusterQueue checked 'spec: {namespaceSelector: {}, admissionChecksStrategy: {admissionChecks: [{name: approval}]}, resourceGroups: [{coveredResources: [cpu, nvidia.com/gpu], flavors: [{name: h100, resources: [{name: cpu, nominalQuota: "100"}, {name: nvidia.com/gpu, nominalQuota: "0"}]}]}]}')"
 apply_admin "$(kueue LocalQueue checked 'spec: {clusterQueue: checked}' team-a)"
 BODY="" FORM=()
 set_wl()    { fresh n wl; V[wl]=$n; submit_a "${V[wl]}"; }
@@ -139,6 +130,7 @@ f_password(){ set_user; FORM=("user=${V[user]}" password=a-long-password-9); }
 f_delete()  { set_user; FORM=("user=${V[user]}"); }
 f_none()    { FORM=(); }
 s_wl_cancel() { set_wl; FORM=(); }
+s_wl_verdict() { set_wl_chk; FORM=(verdict=approve message=matrix); }
 s_logout()  { new_sessions; FORM=(); }
 # an interactive session (session_echo.py on a port of its own, issue 17) running in
 # team-a, started for the first row that needs it: /ui/sessions/team-a/sx/ relays to it
@@ -236,6 +228,7 @@ GET    /ui/new/{tpl}                           L    L     L   L     L     2    2
 POST   /ui/new/{tpl}                           403  403   403 403   403   R    403    R     f_new
 GET    /ui/workloads/team-a/{wl}               L    L     L   L     L     2    2      2     -
 POST   /ui/workloads/team-a/{wl}/cancel        403  403   403 403   403   R    403    R     s_wl_cancel
+POST   /ui/workloads/team-a/{wl}/verdict       403  403   403 403   403   403  403    R     s_wl_verdict
 GET    /ui/models                              L    L     L   L     L     2    2      2     -
 GET    /ui/queues                              L    L     L   L     L     2    2      2     -
 POST   /ui/queues/{cq}/quota                   403  403   403 403   403   403  403    R     f_quota

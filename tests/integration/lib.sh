@@ -47,6 +47,19 @@ expect_eq() { if [[ "$2" == "$3" ]]; then ok "$1"; else fail "$1: got '$2', want
 # expect_match NAME TEXT REGEX
 expect_match() { if [[ "$2" =~ $3 ]]; then ok "$1"; else fail "$1: '$2' does not match /$3/"; fi; }
 
+# sign_in JAR TOKEN: sign in on the portal as a browser does (the /login form with its
+# double-submit cookie, then the token); prints the status (303 when signed in).
+sign_in() {
+  local jar=$1 tok=$2 login
+  login=$(curl -s -c "$jar" -b "$jar" "$GPUAAS_SERVER/login" | grep -o 'name="_login" value="[^"]*"' | head -1 | sed 's/.*value="//; s/"$//')
+  curl -s -o /dev/null -w '%{http_code}' -c "$jar" -b "$jar" --data-urlencode "_login=$login" \
+    --data-urlencode "token=$tok" "$GPUAAS_SERVER/login"
+}
+# csrf_of_jar JAR: the CSRF token of a signed-in portal session (the page's meta tag)
+csrf_of_jar() { curl -s -b "$1" "$GPUAAS_SERVER/" | grep -o 'name="csrf-token" content="[^"]*"' | sed 's/.*content="//; s/"$//'; }
+# cookie_of JAR: the portal session's cookie value
+cookie_of() { awk '$6 == "gx_session" { print $7 }' "$1"; }
+
 # queues CQ CPU GPUS [SPEC_LINE]: the one-flavor set-up most tests start from, on stdout:
 # ResourceFlavor h100, ClusterQueue CQ (open to every namespace, CPU cpus and GPUS GPUs of
 # nominal quota, SPEC_LINE such as "queueingStrategy: StrictFIFO" added to its spec) and

@@ -17,12 +17,6 @@ HOSTPORT=${S#http://}
 
 ALICE=$(api POST /api/v1/users -d '{"name":"alice","namespaces":["team-a"]}' | sed '$d' | jq -r .token)
 BOB=$(api POST /api/v1/users -d '{"name":"bob","namespaces":["team-b"]}' | sed '$d' | jq -r .token)
-sign_in() {
-  local jar=$1 tok=$2 login
-  login=$(curl -s -c "$jar" -b "$jar" "$S/login" | grep -o 'name="_login" value="[^"]*"' | head -1 | sed 's/.*value="//; s/"$//')
-  curl -s -o /dev/null -w '%{http_code}' -c "$jar" -b "$jar" --data-urlencode "_login=$login" --data-urlencode "token=$tok" "$S/login"
-}
-cookie_of() { awk '$6 == "gx_session" { print $7 }' "$1"; }
 expect_eq "alice signs in" "$(sign_in "$TMP/alice.jar" "$ALICE")" 303
 expect_eq "bob signs in" "$(sign_in "$TMP/bob.jar" "$BOB")" 303
 expect_eq "the admin signs in" "$(sign_in "$TMP/admin.jar" "$ADMIN_TOKEN")" 303

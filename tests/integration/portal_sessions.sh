@@ -11,17 +11,9 @@ cfg=$(write_config portal-sessions "$ROOT/examples/demo/node.yaml" "$ROOT/exampl
 start_daemon "$cfg" || { fail "daemon start"; finish; exit 1; }
 DB=$TMP/data/gpuaas.db
 
-# sign_in JAR TOKEN: the sign-in form (its double-submit cookie), then the token
-sign_in() {
-  local jar=$1 tok=$2 login
-  login=$(curl -s -c "$jar" -b "$jar" "$GPUAAS_SERVER/login" | grep -o 'name="_login" value="[^"]*"' | head -1 | sed 's/.*value="//; s/"$//')
-  curl -s -o /dev/null -w '%{http_code}' -c "$jar" -b "$jar" --data-urlencode "_login=$login" \
-    --data-urlencode "token=$tok" "$GPUAAS_SERVER/login"
-}
 # page JAR PATH: the status, then the body (redirects not followed)
 page() { curl -s -b "$1" -c "$1" -w '\n%{http_code}' "$GPUAAS_SERVER$2"; }
 csrf_of() { grep -o 'name="csrf-token" content="[^"]*"' <<<"$1" | sed 's/.*content="//; s/"$//'; }
-cookie_of() { awk '$6 == "gx_session" { print $7 }' "$1"; }
 rows() { sqlite3 "$DB" "SELECT count(*) FROM portal_sessions $1"; }
 has()   { if grep -qE -- "$3" <<<"$2"; then ok "$1"; else fail "$1: /$3/ is not in the page"; fi; }
 hasnt() { if grep -qE -- "$3" <<<"$2"; then fail "$1: /$3/ is in the page"; else ok "$1"; fi; }
@@ -70,7 +62,7 @@ m=$(page "$TMP/alice.jar" /ui/models)
 expect_eq "alice: Models page" "$(status_of "$m")" 200
 has "alice sees the model of her tier" "$m" 'data-model="open-llm"'
 hasnt "alice does not see the model outside her tiers" "$m" 'secret-llm'
-has "the key form offers her tier" "$m" '<option value="open" data-ns="team-a">'
+has "the key form offers her tier" "$m" '<option value="open" data-ns="team-a" data-max-days="[0-9]+">'
 hasnt "the key form does not offer the other tier" "$m" 'value="restricted"'
 has "her model card names only her tiers" "$m" 'your tiers: open<'
 has "the playground lists her model" "$m" '<option value="open-llm">'
