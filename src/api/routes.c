@@ -87,7 +87,13 @@ static int need_ns(route_ctx *c, const char *ns)
     return -1;
 }
 
-static void method_not_allowed(route_ctx *c) { gx_resp_errorf(c->resp, 405, "%s is not allowed on %s", c->req->method, c->req->path); }
+/* 405 with Allow (RFC 9110 15.5.6): the methods the path answers, so a client can tell
+ * a wrong method from a wrong path. */
+static void method_not_allowed(route_ctx *c, const char *allow)
+{
+    gx_resp_errorf(c->resp, 405, "%s is not allowed on %s (%s)", c->req->method, c->req->path, allow);
+    gx_resp_header(c->resp, "Allow", allow);
+}
 
 /* ---- ?format=k8s: Kueue's objects as Kubernetes shows them (ops/k8s_objects.c) ------ */
 
@@ -230,7 +236,7 @@ static void workload_routes(route_ctx *c)
     if (c->nseg == 3) {
         if (is(c, "GET")) list_workloads(c);
         else if (is(c, "POST")) submit(c);
-        else method_not_allowed(c);
+        else method_not_allowed(c, "GET, POST");
         return;
     }
     if (c->nseg < 5 || c->nseg > 6) { gx_resp_errorf(c->resp, 404, "no such path %s", c->req->path); return; }
@@ -253,20 +259,20 @@ static void workload_routes(route_ctx *c)
         if (is(c, "DELETE")) {
             if (gx_d_delete(c->d, key, &e)) reply_err(c, &e);
             else gx_resp_json(c->resp, 200, json_pack("{s:{s:s}}", "deleted", "key", key));
-        } else method_not_allowed(c);
+        } else method_not_allowed(c, "GET, DELETE");
         return;
     }
     json_decref(v);
     if (!strcmp(c->seg[5], "cancel")) {
-        if (!is(c, "POST")) { method_not_allowed(c); return; }
+        if (!is(c, "POST")) { method_not_allowed(c, "POST"); return; }
         if (gx_d_cancel(c->d, key, c->user->name, &e)) { reply_err(c, &e); return; }
         gx_resp_json(c->resp, 200, gx_d_view(c->d, key));
     } else if (!strcmp(c->seg[5], "approve") || !strcmp(c->seg[5], "reject")) {
-        if (!is(c, "POST")) { method_not_allowed(c); return; }
+        if (!is(c, "POST")) { method_not_allowed(c, "POST"); return; }
         if (need_admin(c)) return;
         approve(c, key, c->seg[5][0] == 'a');
     } else if (!strcmp(c->seg[5], "logs")) {
-        if (!is(c, "GET")) { method_not_allowed(c); return; }
+        if (!is(c, "GET")) { method_not_allowed(c, "GET"); return; }
         const char *f = gx_req_query(c->req, "follow");
         const char *p = gx_req_query(c->req, "pod");
         int follow = f && (!strcmp(f, "1") || !strcmp(f, "true"));
@@ -287,7 +293,7 @@ static void workload_routes(route_ctx *c)
 
 static void apply(route_ctx *c)
 {
-    if (!is(c, "POST")) { method_not_allowed(c); return; }
+    if (!is(c, "POST")) { method_not_allowed(c, "POST"); return; }
     if (need_admin(c)) return;
     gx_err e;
     gx_err_clear(&e);
@@ -342,7 +348,7 @@ static void object_routes(route_ctx *c, const char *plural, const char *kind)
     else if (!lq && c->nseg == 4) name = c->seg[3];
     else if (c->nseg != 3) { gx_resp_errorf(c->resp, 404, "no such path %s", c->req->path); return; }
     if (is(c, "DELETE")) {
-        if (!name) { method_not_allowed(c); return; }
+        if (!name) { method_not_allowed(c, "GET"); return; }
         if (need_admin(c)) return;
         gx_err e;
         gx_err_clear(&e);
@@ -350,7 +356,7 @@ static void object_routes(route_ctx *c, const char *plural, const char *kind)
         else gx_resp_json(c->resp, 200, json_pack("{s:{s:s,s:s}}", "deleted", "kind", kind, "name", name));
         return;
     }
-    if (!is(c, "GET")) { method_not_allowed(c); return; }
+    if (!is(c, "GET")) { method_not_allowed(c, name ? "GET, DELETE" : "GET"); return; }
     int answered;
     if (strcmp(kind, "Node") && want_k8s(c, &answered)) {
         const char *q = lq ? (ns ? ns : gx_req_query(c->req, "namespace")) : NULL;
@@ -391,9 +397,11 @@ static void gpus(route_ctx *c)
     gx_err_clear(&e);
     json_t *out = NULL;
     if (gx_d_gpus(c->d, c->req->method, (const char *const *)c->seg + 3, c->nseg - 3, c->req->body,
-                  c->req->body_len, c->user->admin, gx_req_query(c->req, "window"), &out, &e))
+                  c->req->body_len, c->user->admin, gx_req_query(c->req, "window"), &out, &e)) {
         reply_err(c, &e);
-    else
+        /* gpu/api.c names the one method each of its paths answers */
+        if (e.status == 405) gx_resp_header(c->resp, "Allow", c->nseg == 4 && !strcmp(c->seg[3], "mig") ? "POST" : "GET");
+    } else
         gx_resp_json(c->resp, 200, out);
 }
 
@@ -411,7 +419,7 @@ static int by_tpl_name(const void *x, const void *y)
 
 static void templates(route_ctx *c)
 {
-    if (!is(c, "GET")) { method_not_allowed(c); return; }
+    if (!is(c, "GET")) { method_not_allowed(c, "GET"); return; }
     const char *k;
     json_t *m, *arr = json_array();
     json_object_foreach((json_t *)gx_d_objects(c->d), k, m)
@@ -460,7 +468,7 @@ static void users(route_ctx *c)
         else gx_resp_json(c->resp, 200, json_pack("{s:{s:s}}", "deleted", "name", c->seg[3]));
         return;
     }
-    method_not_allowed(c);
+    method_not_allowed(c, c->nseg == 3 ? "GET, POST" : "DELETE");
 }
 
 /* ---- dispatch ----------------------------------------------------------------------- */
@@ -505,6 +513,7 @@ int gx_api_probes(void *ud, gx_req *req, gx_resp *resp)
     const char *p = req->path;
     if (strcmp(req->method, "GET") && strcmp(req->method, "HEAD")) {
         gx_resp_errorf(resp, 405, "%s is not allowed on %s (GET)", req->method, p);
+        gx_resp_header(resp, "Allow", "GET, HEAD");
         return 1;
     }
     /* /health is where vLLM and OpenAI-compatible tooling probe a server */
@@ -546,7 +555,7 @@ int gx_api_route(void *ud, gx_req *req, gx_resp *resp)
     }
     const char *what = c.seg[2];
     if (!strcmp(what, "whoami") && c.nseg == 3) {
-        if (!is(&c, "GET")) { method_not_allowed(&c); return 1; }
+        if (!is(&c, "GET")) { method_not_allowed(&c, "GET"); return 1; }
         gx_resp_json(resp, 200, json_pack("{s:s,s:b,s:O}", "name", c.user->name, "admin", c.user->admin,
                                           "namespaces", c.user->namespaces));
         return 1;

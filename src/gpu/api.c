@@ -174,7 +174,7 @@ int gx_gpu_api(gx_gpu_rt *rt, gx_engine *eng, const char *method, const char *co
 {
     *out = NULL;
     if (n == 0) {
-        if (strcmp(method, "GET")) return gx_errf(err, 405, "", "%s is not allowed on /api/v1/gpus", method);
+        if (strcmp(method, "GET")) return gx_errf(err, 405, "", "%s is not allowed on /api/v1/gpus (GET)", method);
         *out = json_pack("{s:o}", "items", items(rt, eng));
         return 0;
     }
@@ -184,7 +184,7 @@ int gx_gpu_api(gx_gpu_rt *rt, gx_engine *eng, const char *method, const char *co
         return mig_apply(rt, eng, body, body_len, out, err);
     }
     if (n == 2 && !strcmp(segs[1], "utilization")) {
-        if (strcmp(method, "GET")) return gx_errf(err, 405, "", "%s is not allowed here", method);
+        if (strcmp(method, "GET")) return gx_errf(err, 405, "", "%s is not allowed on /api/v1/gpus/GPU/utilization (GET)", method);
         return history(rt, segs[0], window, now_ms, out, err);
     }
     return gx_errf(err, 404, "", "no such path under /api/v1/gpus");

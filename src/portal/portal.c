@@ -174,6 +174,7 @@ int gx_portal_route(gx_portal *p, gx_req *req, gx_resp *resp)
     int asset_path = !strncmp(path, "/assets/", 8) || !strcmp(path, "/favicon.ico");
     if (asset_path && strcmp(req->method, "GET") && strcmp(req->method, "HEAD")) {
         gx_resp_text(resp, 405, "text/plain; charset=utf-8", "method not allowed\n");
+        gx_resp_header(resp, "Allow", "GET, HEAD");
         return 1;
     }
     if (!strncmp(path, "/assets/", 8)) return asset(&c, path + 8);
@@ -184,6 +185,7 @@ int gx_portal_route(gx_portal *p, gx_req *req, gx_resp *resp)
     int post = !strcmp(req->method, "POST");
     if (strcmp(req->method, "GET") && !post && strcmp(req->method, "HEAD")) {
         gx_resp_text(resp, 405, "text/plain; charset=utf-8", "method not allowed\n");
+        gx_resp_header(resp, "Allow", "GET, HEAD, POST");
         return 1;
     }
     if (post) {

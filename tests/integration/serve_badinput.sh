@@ -109,6 +109,28 @@ expect_match "CLI apply prints file:line: field" "$out" "half.yaml:16.*nominalQu
 # 10. wrong method, unknown path, JSON body that is not JSON
 expect_eq "unknown path is 404" "$(status_of "$(api GET /api/v1/nonsense)")" 404
 expect_eq "wrong method is 405" "$(status_of "$(api PUT /api/v1/workloads)")" 405
+# every 405 says which methods the path answers (Allow, RFC 9110), so that a client can
+# tell a wrong method from a wrong path: METHOD PATH ALLOW
+while read -r m p want; do
+  allow=$(curl -s -o /dev/null -D - -X "$m" -H "Authorization: Bearer $GPUAAS_TOKEN" "$GPUAAS_SERVER$p" |
+    tr -d '\r' | awk 'tolower($1)=="allow:"{ $1=""; sub(/^ /,""); print }')
+  expect_eq "405 on $m $p carries Allow: ${want//,/, }" "$allow" "${want//,/, }"
+done <<'ROWS'
+PUT /api/v1/workloads GET,POST
+PATCH /api/v1/workloads/team-a/dup GET,DELETE
+GET /api/v1/workloads/team-a/dup/cancel POST
+DELETE /api/v1/apply POST
+PUT /api/v1/clusterqueues GET
+PUT /api/v1/clusterqueues/cq GET,DELETE
+POST /api/v1/gpus GET
+GET /api/v1/gpus/mig POST
+PUT /api/v1/users GET,POST
+POST /api/v1/whoami GET
+POST /healthz GET,HEAD
+PUT / GET,HEAD,POST
+POST /assets/portal.js GET,HEAD
+DELETE /v1/chat/completions POST
+ROWS
 out=$(api POST /api/v1/workloads -H 'Content-Type: application/json' --data '{"kind": "Job",')
 expect_eq "broken JSON is 400" "$(status_of "$out")" 400
 expect_eq "a Job posted to apply is refused" "$(status_of "$(api POST /api/v1/apply --data-binary @"$TMP/dup.yaml")")" 422
