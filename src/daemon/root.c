@@ -2,9 +2,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <limits.h>
 #include <poll.h>
 #include <sys/epoll.h>
 #include <sys/resource.h>
+#include <unistd.h>
 #include <curl/curl.h>
 #include "daemon/root.h"
 #include "gpu/runtime.h"
@@ -77,7 +79,13 @@ int gx_root_front_doors(gx_root *r, gx_err *err)
     gx_daemon *d = &r->d;
     curl_global_init(CURL_GLOBAL_DEFAULT);
     raise_nofile();
-    gx_maas_env me = {.loop = d->loop, .store = d->store, .ops = d, .data_dir = d->cfg.data_dir};
+    /* {bindir} in a model server's command: the folder of this binary */
+    static char bindir[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", bindir, sizeof bindir - 1);
+    bindir[n > 0 ? n : 0] = 0;
+    char *slash = strrchr(bindir, '/');
+    if (slash) *slash = 0;
+    gx_maas_env me = {.loop = d->loop, .store = d->store, .ops = d, .data_dir = d->cfg.data_dir, .bin_dir = bindir};
     gateway_env(&me);
     if (!(r->maas = gx_maas_new(&me, err))) return -1;
     gx_portal_env pe = {.loop = d->loop, .store = d->store, .auth = d->auth, .ops = d,

@@ -28,6 +28,7 @@ typedef struct gx_maas_env {
     int64_t scrape_ms;         /* replicas' /metrics scraped every... (0: 15 s) */
     int upstream_curl_only;    /* every transfer through libcurl (A/B runs, tests) */
     long key_caps[3];          /* lower key caps (tests): active, per user, ended held; 0 default */
+    const char *bin_dir;       /* the daemon binary's folder: {bindir} in a server's command */
 } gx_maas_env;
 
 gx_maas *gx_maas_new(const gx_maas_env *env, gx_err *err);

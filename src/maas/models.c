@@ -62,7 +62,7 @@ static int validate_workload(const json_t *w, gx_err *err)
 {
     if (!json_is_object(w)) return gx_errf(err, 422, "spec.workload", "must be a mapping");
     if (!strings_ok(json_object_get(w, "command"), 1, 256, 4096))
-        return gx_errf(err, 422, "spec.workload.command", "a list of 1 to 256 strings, with {port} (and {model}, {share})");
+        return gx_errf(err, 422, "spec.workload.command", "a list of 1 to 256 strings, with {port} (and {model}, {share}, {bindir})");
     const char *q = json_string_value(json_object_get(w, "queue"));
     if (!q || !gx_dns_label_ok(q)) return gx_errf(err, 422, "spec.workload.queue", "the LocalQueue to run in (a name)");
     const char *ns = json_string_value(json_object_get(w, "namespace"));
@@ -482,8 +482,9 @@ static int free_port(void)
     return port;
 }
 
-/* "{port}" -> 8001 and so on, in one argument. */
-static json_t *render(const char *arg, int port, const char *model, const char *share)
+/* "{port}" -> 8001 and so on, in one argument. {bindir}: the daemon binary's folder
+ * (where the demo's stand-in for vLLM, fake-openai, is built). */
+static json_t *render(const char *arg, int port, const char *model, const char *share, const char *bindir)
 {
     char out[8192], num[16];
     snprintf(num, sizeof num, "%d", port);
@@ -494,6 +495,7 @@ static json_t *render(const char *arg, int port, const char *model, const char *
         if (!strncmp(p, "{port}", 6)) { rep = num; skip = 6; }
         else if (!strncmp(p, "{model}", 7)) { rep = model; skip = 7; }
         else if (!strncmp(p, "{share}", 7)) { rep = share; skip = 7; }
+        else if (!strncmp(p, "{bindir}", 8)) { rep = bindir ? bindir : ""; skip = 8; }
         if (rep) {
             size_t l = strlen(rep);
             if (k + l >= sizeof out) break;
@@ -508,7 +510,7 @@ static json_t *render(const char *arg, int port, const char *model, const char *
     return json_string(out);
 }
 
-static json_t *job_of(gx_maas_model *md, gx_maas_replica *r)
+static json_t *job_of(gx_maas_model *md, gx_maas_replica *r, const char *bindir)
 {
     const json_t *w = json_object_get(md->spec, "workload");
     const char *model = json_string_value(json_array_get(md->served, 0));
@@ -529,7 +531,7 @@ static json_t *job_of(gx_maas_model *md, gx_maas_replica *r)
     json_t *cmd = json_array();
     size_t i;
     json_array_foreach(json_object_get(w, "command"), i, v)
-        json_array_append_new(cmd, render(json_string_value(v), r->port, model, share));
+        json_array_append_new(cmd, render(json_string_value(v), r->port, model, share, bindir));
     char port[16];
     snprintf(port, sizeof port, "%d", r->port);
     return json_pack("{s:s,s:s,s:{s:s,s:s,s:{s:s,s:s}},s:{s:i,s:{s:{s:s,s:i,s:[{s:s,s:s,s:o,s:[{s:s,s:s}],s:{s:O}}]}}}}",
@@ -609,7 +611,7 @@ static void manage(gx_maas *m, gx_maas_model *md, gx_maas_replica *r, int desire
     }
     r->port = free_port();
     snprintf(r->url, sizeof r->url, "http://127.0.0.1:%d", r->port);
-    json_t *job = job_of(md, r);
+    json_t *job = job_of(md, r, m->env.bin_dir);
     json_t *view = NULL;
     if (r->port < 0 || gx_d_submit(m->ops, job, NULL, &view, &e)) {
         fprintf(stderr, "gpuaas: gateway: model %s: cannot start %s: %s\n", md->name, r->wl.key, e.msg);

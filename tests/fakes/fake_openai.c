@@ -432,13 +432,17 @@ static void on_read(conn *c)
 
 int main(int argc, char **argv)
 {
-    int port = 0;
+    int port = 0, model_name_set = 0;
     const char *port_file = NULL;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : "";
-        if (!strcmp(a, "--port")) { port = atoi(v); i++; }
+        /* vLLM's command line too (`vllm serve MODEL --served-model-name NAME --port P`),
+         * so that one Model command runs either: the demo's deploy-model template */
+        if (i == 1 && !strcmp(a, "serve") && i + 1 < argc) { if (!model_name_set) model_name = v; i++; }
+        else if (!strcmp(a, "--served-model-name")) { model_name = v; model_name_set = 1; i++; }
+        else if (!strcmp(a, "--port")) { port = atoi(v); i++; }
         else if (!strcmp(a, "--port-file")) { port_file = v; i++; }
-        else if (!strcmp(a, "--model")) { model_name = v; i++; }
+        else if (!strcmp(a, "--model")) { model_name = v; model_name_set = 1; i++; }
         else if (!strcmp(a, "--tokens")) { def_tokens = atoi(v); i++; }
         else if (!strcmp(a, "--token-ms")) { token_ms = atoi(v); i++; }
         else if (!strcmp(a, "--ready-after-ms")) { ready_at = now_ms() + atoi(v); i++; }
@@ -448,7 +452,7 @@ int main(int argc, char **argv)
         else if (!strcmp(a, "--paced-plain")) paced_plain = 1;
         else if (!strcmp(a, "--prompt-tokens-per-byte")) { per_byte = atoi(v); i++; }
         else if (!strcmp(a, "--byte-tokenizer")) byte_tok = 1;
-        else { fprintf(stderr, "usage: fake_openai [--port N] [--port-file F] [--model NAME] [--tokens N] [--token-ms MS] "
+        else { fprintf(stderr, "usage: fake_openai [serve MODEL] [--served-model-name NAME] [--port N] [--port-file F] [--model NAME] [--tokens N] [--token-ms MS] "
                        "[--no-usage] [--ready-after-ms MS] [--api-key KEY] [--drop-reused] [--paced-plain] "
                        "[--prompt-tokens-per-byte N] [--byte-tokenizer]\n"); return 2; }
     }

@@ -321,12 +321,23 @@ async function main() {
     await admin.goto(BASE + '/ui/new/deploy-model');
     await field(admin, 'Model name (what clients put in "model")').fill('portal-llm');
     await field(admin, 'Namespace that runs it').selectOption('team-b');
+    await field(admin, 'Tier that may use it').fill('default');
+    // the demo has no GPU and no weights: the stand-in for vLLM takes vLLM's command line
+    await field(admin, 'Model server').selectOption('{bindir}/fake-openai');
     await admin.getByRole('button', { name: 'Review' }).click();
     const m = await textOf(admin, 'pre.manifest');
     expect(/kind: Model/.test(m) && /servedNames:\s*- portal-llm/.test(m) && /replicas: 1/.test(m), 'manifest: ' + m.slice(0, 400));
     await admin.getByRole('button', { name: 'Submit' }).click();
     await admin.waitForURL(BASE + '/ui/models');
     await waitText(admin, '#model-list', /portal-llm/);
+    // and it works: its server starts and the model is Ready
+    let state = '';
+    for (let i = 0; i < 120 && state !== 'Ready'; i++) {
+      const r = await admin.request.get(BASE + '/api/v1/models/portal-llm', { headers: { Authorization: 'Bearer ' + ADMIN_TOKEN } });
+      state = r.status() === 200 ? (await r.json()).state : 'HTTP ' + r.status();
+      if (state !== 'Ready') await new Promise((res) => setTimeout(res, 250));
+    }
+    expect(state === 'Ready', 'the deployed model is not Ready: ' + state);
     // a model's server is the gateway's, shown apart from the admin's own work (vLLM is not
     // here, so portal-llm's server fails and is restarted: a server that stays up is used)
     const idle = 'apiVersion: gpuaas.dev/v1alpha1\nkind: Model\nmetadata: {name: idle-llm}\nspec:\n  servedNames: [idle-llm]\n' +
