@@ -176,7 +176,7 @@ static const gx_cli_cmd commands[] = {
      mig_apply_opts, 1, 1, 1, gx_cli_run_gpus_mig_apply},
     {"get", "KIND [NAME]", "list objects of one kind, or one object by name",
      "KIND is clusterqueues (cq), localqueues (lq), resourceflavors (rf), cohorts (co),\n"
-     "workloadpriorityclasses (wpc), workloads (wl), nodes (no), users, the portal's\n"
+     "workloadpriorityclasses (wpc), admissionchecks (ac), workloads (wl), nodes (no), users, the portal's\n"
      "templates (tpl), or the gateway's tiers and models; singular forms work too.\n"
      "A LocalQueue or workload NAME may be written NS/NAME.\n",
      "gpuaas get cq\ngpuaas get rf h100 -o yaml\ngpuaas get lq -n team-a\ngpuaas get tiers\ngpuaas get templates\n",

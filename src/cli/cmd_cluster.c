@@ -150,6 +150,8 @@ static const char *const co_h[] = {"NAME", "PARENT"};
 static const char *const co_f[] = {"metadata.name", "spec.parentName"};
 static const char *const wpc_h[] = {"NAME", "VALUE", "DESCRIPTION"};
 static const char *const wpc_f[] = {"metadata.name", "value", "description"};
+static const char *const ac_h[] = {"NAME", "CONTROLLER"};
+static const char *const ac_f[] = {"metadata.name", "spec.controllerName"};
 static const char *const node_h[] = {"NAME", "APIVERSION"};
 static const char *const node_f[] = {"metadata.name", "apiVersion"};
 static const char *const user_h[] = {"NAME", "ADMIN", "NAMESPACES", "CREATED"};
@@ -172,6 +174,7 @@ static const kind kinds[] = {
     {"cohorts", "cohort", "co", "/api/v1/cohorts", "Cohort", 0, 2, co_h, co_f, 1},
     {"workloadpriorityclasses", "workloadpriorityclass", "wpc", "/api/v1/workloadpriorityclasses",
      "WorkloadPriorityClass", 0, 3, wpc_h, wpc_f, 1},
+    {"admissionchecks", "admissioncheck", "ac", "/api/v1/admissionchecks", "AdmissionCheck", 0, 2, ac_h, ac_f, 0},
     {"nodes", "node", "no", "/api/v1/nodes", "Node", 0, 2, node_h, node_f, 0},
     {"users", "user", NULL, "/api/v1/users", "user", 0, 4, user_h, user_f, 0},
     {"tiers", "tier", NULL, "/api/v1/tiers", "Tier", 0, 6, tier_h, tier_f, 0},

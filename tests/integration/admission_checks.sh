@@ -130,6 +130,7 @@ expect_eq "after kill -9 the rejection is kept" "$(wl_field team-a/b '.admission
 check "  and c still waits" wl_says team-a/c "not run by gpuaas"
 check "setting the check Ready by name" "$G" approve team-a/c --check prov
 check "c runs" wait_phase team-a/c Succeeded 15
+expect_match "gpuaas get ac lists the checks with their controllers" "$("$G" get ac)" 'approval +gpuaas.dev/approval'
 
 # the portal's verdict: d waits for approval, the admin approves it on its page
 job d team-a gated 1 'echo ran-d' >"$TMP/d.yaml"
