@@ -9,7 +9,9 @@ G=$GPUAAS_BIN
 cfg=$(write_config quota "$ROOT/examples/demo/node.yaml" "$TMP/queues.yaml")
 start_daemon "$cfg" || { fail "daemon start"; finish; exit 1; }
 
-job first lab q 1 'sleep 5' > "$TMP/first.yaml"
+# first holds the one GPU until the checks below are done, then is cancelled (a fixed
+# sleep could end before them on a loaded machine)
+job first lab q 1 'sleep 120' > "$TMP/first.yaml"
 job second lab q 1 'echo second ran' > "$TMP/second.yaml"
 job third lab q 1 'echo third ran' '    kueue.x-k8s.io/priority-class: urgent' > "$TMP/third.yaml"
 "$G" submit -f "$TMP/first.yaml" >/dev/null
@@ -24,7 +26,8 @@ expect_eq "higher priority goes first in the queue" "$(wl_field lab/third .posit
 expect_eq "second is behind it" "$(wl_field lab/second .positionInClusterQueue)" 1
 expect_eq "queue counts two pending" "$(api GET /api/v1/clusterqueues/solo | sed '$d' | jq .pendingWorkloads)" 2
 expect_match "ls shows the position" "$("$G" ls -n lab 2>&1)" "second .*Pending"
-check "first finishes" wait_phase lab/first Succeeded 10
+"$G" cancel lab/first >/dev/null
+check "first is cancelled, freeing the GPU" wait_phase lab/first Deactivated 20
 check "then the urgent one runs" wait_phase lab/third Succeeded 10
 check "then the second one" wait_phase lab/second Succeeded 10
 t3=$(wl_field lab/third .admittedAt); t2=$(wl_field lab/second .admittedAt)
