@@ -100,9 +100,10 @@ tbl=$("$G" gpus)
 expect_match "gpus table shows mode and slices" "$tbl" "mig-node +0 +A100-80GB +80Gi +mig +2g.20gb, 1g.10gb, 1g.10gb, 3g.40gb"
 expect_match "gpus table shows replicas" "$tbl" "mps-node .* mps +0/4 replicas"
 
-# --- MPS: four clients with 25 % and 10 GiB each; the fifth waits with a reason
+# --- MPS: four clients with 25 % and 10 GiB each; the fifth waits with a reason (the
+# clients run until cancelled at the end: a short sleep could end before the checks)
 for i in 1 2 3 4 5; do
-  sjob "mps-$i" '{cpu: "1", nvidia.com/gpu: "1"}' mps-node "env; sleep 6" > "$TMP/mps-$i.yaml"
+  sjob "mps-$i" '{cpu: "1", nvidia.com/gpu: "1"}' mps-node "env; sleep 120" > "$TMP/mps-$i.yaml"
   "$G" submit -f "$TMP/mps-$i.yaml" >/dev/null
 done
 check "MPS client 1 runs" wait_phase team-a/mps-1 Running 10
@@ -127,7 +128,7 @@ expect_match "still four replicas in use" "$("$G" gpus)" "mps-node .* mps +4/4 r
 expect_eq "the fifth still waits" "$(wl_field team-a/mps-5 .phase)" Pending
 
 # --- MIG: the pod gets its MIG device's UUID
-sjob mig-1 '{cpu: "1", nvidia.com/mig-3g.40gb: "1"}' mig-node "env; sleep 8" > "$TMP/mig-1.yaml"
+sjob mig-1 '{cpu: "1", nvidia.com/mig-3g.40gb: "1"}' mig-node "env; sleep 120" > "$TMP/mig-1.yaml"
 "$G" submit -f "$TMP/mig-1.yaml" >/dev/null
 check "MIG job runs" wait_phase team-a/mig-1 Running 10
 for _ in $(seq 1 30); do [[ -s "$TMP/data/logs/team-a/mig-1/pod-0.log" ]] && break; sleep 0.1; done
@@ -139,7 +140,7 @@ expect_match "naming who uses it" "$(body_of "$r")" "team-a/mig-1"
 
 # --- fractional: HAMi names, bin-packed, limits in the environment
 sjob frac-1 '{cpu: "1", nvidia.com/gpu: "1", nvidia.com/gpumem: "20480", nvidia.com/gpucores: "30"}' fractional-node \
-  "env; sleep 3" > "$TMP/frac-1.yaml"
+  "env; sleep 120" > "$TMP/frac-1.yaml"
 sjob frac-2 '{cpu: "1", nvidia.com/gpu: "1", nvidia.com/gpumem: "90000", nvidia.com/gpucores: "10"}' fractional-node \
   "true" > "$TMP/frac-2.yaml"
 "$G" submit -f "$TMP/frac-1.yaml" >/dev/null
