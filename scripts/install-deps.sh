@@ -14,6 +14,7 @@ PKGS=(
   chromium nodejs npm
   sqlite3 nginx-light wrk     # gateway: tests read usage records; bench/gateway.sh's reference proxy and load tool
   prometheus                  # promtool: tests/integration/metrics_lint.sh lints /metrics (docs/operations.md)
+  python3-yaml                # scripts/gen-kueue-schema.py (kueue_strict.sh checks the committed table against it)
 )
 
 missing=()
