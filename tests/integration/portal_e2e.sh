@@ -19,7 +19,10 @@ if ! [[ -x "$CHROMIUM" ]] || ! timeout 60 "$CHROMIUM" --headless --no-sandbox --
 fi
 # The deploy-model step runs the stand-in for vLLM from {bindir}, the daemon's folder:
 # where pods cannot reach the checkout (lib.sh's PODS_BIN), the daemon runs from there too.
-if [[ -n "${PODS_BIN:-}" ]]; then cp "$GPUAAS_BIN" "$PODS_BIN/gpuaas" && GPUAAS_BIN=$PODS_BIN/gpuaas; fi
+# (with the shim it starts every pod through, which it finds beside itself)
+if [[ -n "${PODS_BIN:-}" ]]; then
+  cp "$GPUAAS_BIN" "$(dirname "$GPUAAS_BIN")/gpuaas-shim" "$PODS_BIN/" && GPUAAS_BIN=$PODS_BIN/gpuaas
+fi
 if ! "$PORTAL/install.sh"; then fail "npm install of playwright-core (tests/portal/install.sh)"; finish; exit 1; fi
 
 cfg=$(write_config portal "$ROOT/examples/demo/node.yaml" "$PORTAL/fixtures/queues.yaml" "$PORTAL/fixtures/portal-config.yaml" \
