@@ -316,15 +316,16 @@ json_t *gx_auth_users(const gx_auth *a)
     return out;
 }
 
-int gx_user_in_ns(const gx_user *u, const char *ns)
+int gx_user_member_of(const gx_user *u, const char *ns)
 {
-    if (u->admin) return 1;
     size_t i;
     json_t *n;
     json_array_foreach(u->namespaces, i, n)
         if (!strcmp(json_string_value(n), ns)) return 1;
     return 0;
 }
+
+int gx_user_in_ns(const gx_user *u, const char *ns) { return u->admin || gx_user_member_of(u, ns); }
 
 /* ---- portal sign-in ------------------------------------------------------------------ */
 

@@ -58,6 +58,8 @@ int gx_auth_upsert_user(gx_auth *a, const char *name, int admin, const json_t *n
 
 /* May this user act in namespace ns? */
 int gx_user_in_ns(const gx_user *u, const char *ns);
+/* Membership only, not an admin's reach: u lists ns among its namespaces. */
+int gx_user_member_of(const gx_user *u, const char *ns);
 
 /* Is s a valid Kubernetes DNS-1123 label (namespaces, user names)? */
 int gx_dns_label_ok(const char *s);

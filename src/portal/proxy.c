@@ -3,7 +3,7 @@
  * port the session's Job declares (annotation gpuaas.dev/session-port).
  * Owns: who may reach a session (signed-in users of its namespace; anyone else, admins
  * of the whole server too, 404 as if absent; nobody signed in: the sign-in page or 403:
- * see member_of), which port (1024 or
+ * see gx_user_member_of), which port (1024 or
  * above, and not one that a session admitted earlier declares too), the request as
  * forwarded (without the portal's session cookie, CSRF token, credentials or the trusted
  * proxy's identity headers, with X-Forwarded-Prefix), and the relay of bytes both ways in
@@ -251,21 +251,6 @@ static char *request_head(gx_portal_ctx *c, const char *prefix, const char *rest
 /* The port of session w, or 0 with why (a 409 or 404 for the page). A session's port is
  * its own: below 1024 is refused (a system service), and when several running sessions
  * declare one, the one admitted first holds it. */
-
-/* Membership, not admin rights: a session's pages are served from the portal's own
- * origin, so its scripts act with the viewer's portal session. A team trusts its own
- * members' sessions (they share the namespace's work anyway); an admin who opened any
- * team's session would hand that team the admin's portal. So admins reach only the
- * sessions of namespaces they are members of, like anyone else. */
-static int member_of(const gx_user *u, const char *ns)
-{
-    size_t i;
-    json_t *n;
-    json_array_foreach(u->namespaces, i, n)
-        if (!strcmp(json_string_value(n), ns)) return 1;
-    return 0;
-}
-
 static int session_port(gx_portal_ctx *c, const json_t *w, int *status, const char **why)
 {
     const char *state = json_string_value(json_object_get(w, "state")) ?: "";
@@ -329,7 +314,11 @@ int gx_portal_proxy(gx_portal *p, gx_req *req, gx_resp *resp)
     gx_wlkey k;
     gx_err e;
     json_t *w = NULL;
-    if (ns[0] && name[0] && member_of(c->user, ns) && !gx_wlkey_make(&k, ns, name, &e)) w = gx_d_view(c->d, k.key);
+    /* membership, not admin rights: a session's pages are served from the portal's own
+     * origin, so its scripts act with the viewer's portal session. A team trusts its own
+     * members' sessions (they share the namespace's work anyway); an admin who opened any
+     * team's session would hand that team the admin's portal. */
+    if (ns[0] && name[0] && gx_user_member_of(c->user, ns) && !gx_wlkey_make(&k, ns, name, &e)) w = gx_d_view(c->d, k.key);
     if (!w) { refuse(c, 404, "Not found", "No such session in your namespaces."); return 1; }
     char prefix[300];
     snprintf(prefix, sizeof prefix, "/ui/sessions/%s/%s", ns, name);
