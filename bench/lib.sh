@@ -1,5 +1,5 @@
 # Shared by the benchmarks that start a daemon of their own (gateway.sh, soak.sh,
-# submit_burst.sh): starting it and setting up an unlimited gateway. Source it after
+# submit_burst.sh): starting it, setting up an unlimited gateway, and CPU-only queues.
 # setting BIN, TMP and PIDS (the script's cleanup kills PIDS).
 
 # bench_serve CONFIG: start "$BIN" serve on CONFIG (whose dataDir is $TMP/data), its log
@@ -34,4 +34,18 @@ Y
     sleep 0.1
   done
   echo "bench: model fake not Ready in 10 s"; exit 1
+}
+
+# bench_cpu_queues [CQ NS LQ [SPEC_LINE]]...: the benchmarks' CPU-only queues on stdout: a
+# ResourceFlavor cpu, then per triple a ClusterQueue CQ with 100000 cpu of quota (SPEC_LINE,
+# such as "stopPolicy: Hold", added to its spec; "" for none) and LocalQueue NS/LQ on it.
+bench_cpu_queues() {
+  printf 'apiVersion: kueue.x-k8s.io/v1beta2\nkind: ResourceFlavor\nmetadata: {name: cpu}\n'
+  while (($# >= 4)); do
+    printf -- '---\napiVersion: kueue.x-k8s.io/v1beta2\nkind: ClusterQueue\nmetadata: {name: %s}\nspec:\n  namespaceSelector: {}\n' "$1"
+    [[ -n $4 ]] && printf '  %s\n' "$4"
+    printf '  resourceGroups:\n  - coveredResources: [cpu]\n    flavors:\n    - name: cpu\n      resources: [{name: cpu, nominalQuota: "100000"}]\n'
+    printf -- '---\napiVersion: kueue.x-k8s.io/v1beta2\nkind: LocalQueue\nmetadata: {name: %s, namespace: %s}\nspec: {clusterQueue: %s}\n' "$3" "$2" "$1"
+    shift 4
+  done
 }

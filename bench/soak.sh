@@ -39,28 +39,8 @@ trap cleanup EXIT
 for _ in $(seq 50); do [[ -s $TMP/up.port ]] && break; sleep 0.1; done
 UP=$(cat "$TMP/up.port")
 
-cat >"$TMP/queues.yaml" <<'Y'
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: ResourceFlavor
-metadata: {name: cpu}
----
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: ClusterQueue
-metadata: {name: held}
-spec:
-  namespaceSelector: {}
-  stopPolicy: Hold
-  resourceGroups:
-  - coveredResources: [cpu]
-    flavors:
-    - name: cpu
-      resources: [{name: cpu, nominalQuota: "100000"}]
----
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: LocalQueue
-metadata: {name: q, namespace: soak}
-spec: {clusterQueue: held}
-Y
+source "$ROOT/bench/lib.sh"
+bench_cpu_queues held soak q "stopPolicy: Hold" > "$TMP/queues.yaml"
 cat >"$TMP/gpuaas.yaml" <<Y
 apiVersion: gpuaas.dev/v1alpha1
 kind: ServerConfig
@@ -69,7 +49,6 @@ dataDir: $TMP/data
 inventory: {source: simulated, nodes: $ROOT/examples/demo/node.yaml}
 manifests: [$TMP/queues.yaml]
 Y
-source "$ROOT/bench/lib.sh"
 bench_serve "$TMP/gpuaas.yaml"
 S=$URL
 bench_gateway soak "$UP"

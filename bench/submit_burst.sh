@@ -13,44 +13,8 @@ BIN=${GPUAAS_BIN:-$ROOT/build/gpuaas}
 TMP=$(mktemp -d /tmp/gpuaas-bench.XXXXXX)
 trap 'kill $PID 2>/dev/null; wait $PID 2>/dev/null; pkill -f "$TMP" 2>/dev/null; rm -rf "$TMP"' EXIT
 
-cat > "$TMP/queues.yaml" <<'YAML'
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: ResourceFlavor
-metadata: {name: cpu}
----
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: ClusterQueue
-metadata: {name: burst}
-spec:
-  namespaceSelector: {}
-  resourceGroups:
-  - coveredResources: [cpu]
-    flavors:
-    - name: cpu
-      resources: [{name: cpu, nominalQuota: "100000"}]
----
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: LocalQueue
-metadata: {name: q, namespace: bench}
-spec: {clusterQueue: burst}
----
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: ClusterQueue
-metadata: {name: held}
-spec:
-  namespaceSelector: {}
-  stopPolicy: Hold
-  resourceGroups:
-  - coveredResources: [cpu]
-    flavors:
-    - name: cpu
-      resources: [{name: cpu, nominalQuota: "100000"}]
----
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: LocalQueue
-metadata: {name: held, namespace: hold}
-spec: {clusterQueue: held}
-YAML
+source "$ROOT/bench/lib.sh"
+bench_cpu_queues burst bench q "" held hold held "stopPolicy: Hold" > "$TMP/queues.yaml"
 cat > "$TMP/gpuaas.yaml" <<YAML
 apiVersion: gpuaas.dev/v1alpha1
 kind: ServerConfig
@@ -59,7 +23,6 @@ dataDir: $TMP/data
 manifests: [$TMP/queues.yaml]
 limits: {maxWorkloads: $((2 * N + 10))}
 YAML
-source "$ROOT/bench/lib.sh"
 bench_serve "$TMP/gpuaas.yaml"
 PID=$GPID TOKEN=$ADMIN
 
