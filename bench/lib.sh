@@ -1,7 +1,6 @@
 # Shared by the benchmarks that start a daemon of their own (gateway.sh, soak.sh,
 # submit_burst.sh): starting it, setting up an unlimited gateway, and CPU-only queues.
-# Source it after
-# setting BIN, TMP and PIDS (the script's cleanup kills PIDS).
+# Source it after setting BIN, TMP and PIDS (the script's cleanup kills PIDS).
 
 # bench_serve CONFIG: start "$BIN" serve on CONFIG (whose dataDir is $TMP/data), its log
 # in $TMP/serve.log; sets GPID, URL (its address) and ADMIN (the admin token it printed
