@@ -36,11 +36,12 @@ done
 declare -A may=(
   [lib]="" [net]="lib" [core]="lib" [store]="lib" [gpu]="lib core store" [auth]="lib store"
   [run]="lib core store gpu net" [config]="lib core gpu run"
-  [ops]="lib net core store gpu run auth config"
+  [fleet]="lib net core store gpu run config"
+  [ops]="lib net core store gpu run auth config fleet"
   [api]="lib net core store auth ops" [maas]="lib net core store auth ops"
   [portal]="lib net core store auth ops"
-  [daemon]="lib net core store gpu run auth config ops api maas portal"
-  [cli]="lib" [sim]="lib core" [shim]=""
+  [daemon]="lib net core store gpu run auth config fleet ops api maas portal"
+  [cli]="lib" [sim]="lib core" [shim]="" [cudashim]="gpu"
 )
 for dir in src/*/; do
   d=$(basename "$dir")
