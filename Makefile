@@ -19,7 +19,7 @@ WARN    := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wno-unused-parame
 ALL_CFLAGS := -std=c17 -D_GNU_SOURCE $(WARN) -Isrc $(PKG_CFLAGS) $(CFLAGS) $(SANFLAGS) -MMD -MP
 LDLIBS  := $(PKG_LIBS) -ldl -lm
 
-SRC      := $(shell find src -name '*.c' -not -path 'src/shim/*' | sort)
+SRC      := $(shell find src -name '*.c' -not -path 'src/shim/*' -not -path 'src/cudashim/*' | sort)
 SHIM_SRC := src/shim/gpuaas-shim.c
 LIB_SRC  := $(filter-out src/main.c,$(SRC))
 OBJ      := $(SRC:%.c=$(BUILD)/obj/%.o)
@@ -33,7 +33,7 @@ LIB_OBJ  += $(GEN_OBJ)
 UNIT_SRC := $(sort $(wildcard tests/unit/*.c))
 UNIT_OBJ := $(UNIT_SRC:%.c=$(BUILD)/obj/%.o)
 
-.PHONY: all deps run test test-installed unit integration asan clean bench style fakes fuzz fuzz-build fuzz-short
+.PHONY: all deps run test test-installed unit integration asan clean bench style fakes fuzz fuzz-build fuzz-short cuda
 all: $(BUILD)/gpuaas
 
 deps:
@@ -88,6 +88,33 @@ build/fakes/nvml-old/libnvidia-ml.so.1: tests/fakes/nvml/fake_nvml.c
 $(BUILD)/test-unit: $(FAKE_NVML)
 fakes: $(FAKE_NVML)
 
+# Issue 20: libgpuaas-cuda.so, the CUDA driver shim injected into pods on shared GPUs
+# (src/cudashim, docs/gpu-sharing.md "Limits inside the pod"): libc, libdl and libpthread
+# only. The fake libcuda.so.1 it is tested against (tests/fakes/cuda), the test programs
+# (tests/cuda) and the launch benchmark (bench/cuda_launch.c).
+CUDASHIM_SRC := $(sort $(wildcard src/cudashim/*.c))
+CUDA_TESTS   := build/cuda/cuda_probe build/cuda/cuda_link build/bench-cuda-launch
+build/libgpuaas-cuda.so: $(CUDASHIM_SRC) $(wildcard src/cudashim/*.h) src/gpu/cuda_region.h
+	@mkdir -p $(dir $@)
+	$(CC) -std=c17 -D_GNU_SOURCE $(WARN) -Isrc $(CFLAGS) -fPIC -shared -fvisibility=hidden \
+	  -Wl,-soname,libgpuaas-cuda.so -o $@ $(CUDASHIM_SRC) -ldl -lpthread
+build/fakes/cuda/libcuda.so.1: tests/fakes/cuda/fake_cuda.c src/cudashim/cuda_api.h
+	@mkdir -p $(dir $@)
+	$(CC) -std=c17 -D_GNU_SOURCE $(WARN) -Isrc -O1 -g -fPIC -shared -fvisibility=hidden \
+	  -Wl,-soname,libcuda.so.1 -o $@ $< -lpthread
+build/cuda/cuda_probe: tests/cuda/cuda_probe.c src/cudashim/cuda_api.h src/gpu/cuda_region.h
+	@mkdir -p $(dir $@)
+	$(CC) -std=c17 -D_GNU_SOURCE $(WARN) -Isrc -O1 -g -o $@ $< -ldl
+# linked against the fake (as an application built with -lcuda is), found through its rpath
+build/cuda/cuda_link: tests/cuda/cuda_link.c build/fakes/cuda/libcuda.so.1
+	@mkdir -p $(dir $@)
+	$(CC) -std=c17 -D_GNU_SOURCE $(WARN) -Isrc -O1 -g -o $@ $< build/fakes/cuda/libcuda.so.1
+build/bench-cuda-launch: bench/cuda_launch.c src/cudashim/cuda_api.h
+	$(CC) -std=c17 -D_GNU_SOURCE $(WARN) -Isrc -O2 -o $@ $< -ldl
+cuda: build/libgpuaas-cuda.so build/fakes/cuda/libcuda.so.1 $(CUDA_TESTS)
+fakes: build/fakes/cuda/libcuda.so.1
+$(BUILD)/gpuaas: build/libgpuaas-cuda.so
+
 asan:
 	@$(MAKE) --no-print-directory BUILD=build/asan CC=clang OPT="-O1 -g -fno-omit-frame-pointer" \
 	  SANFLAGS="-fsanitize=address,undefined -fno-sanitize-recover=undefined" \
@@ -126,7 +153,7 @@ run: deps
 test: deps
 	@$(MAKE) --no-print-directory test-installed
 
-test-installed: all $(BUILD)/test-unit $(BUILD)/fake-openai asan $(FAKE_NVML)
+test-installed: all $(BUILD)/test-unit $(BUILD)/fake-openai asan $(FAKE_NVML) cuda
 	@scripts/style-check.sh
 	$(BUILD)/test-unit --jobs 2 --timeout 60
 	ASAN_OPTIONS=detect_leaks=1 build/asan/test-unit --jobs 2 --timeout 120
@@ -140,7 +167,7 @@ unit: $(BUILD)/test-unit
 integration: all $(FAKE_NVML)
 	GPUAAS_BIN=$(CURDIR)/$(BUILD)/gpuaas tests/integration/run.sh
 
-bench: all $(BUILD)/fake-openai $(BUILD)/bench-usage-write $(BUILD)/bench-windows-save
+bench: all cuda $(BUILD)/fake-openai $(BUILD)/bench-usage-write $(BUILD)/bench-windows-save
 	@bench/run.sh
 
 clean:

@@ -243,6 +243,17 @@ EXPORT int nvmlDeviceGetMemoryInfo(fdev *h, mem_t *m)
     return OK;
 }
 
+/* nvmlMemory_v2_t {version, total, reserved, free, used}: what libgpuaas-cuda.so clamps
+ * too (tests/integration/cuda_shim.sh) */
+typedef struct { unsigned version; unsigned long long total, reserved, free, used; } mem2_t;
+EXPORT int nvmlDeviceGetMemoryInfo_v2(fdev *h, mem2_t *m)
+{
+    mem_t v1;
+    nvmlDeviceGetMemoryInfo(h, &v1);
+    m->total = v1.total, m->reserved = 0, m->free = v1.free, m->used = v1.used;
+    return OK;
+}
+
 EXPORT int nvmlDeviceGetPciInfo_v3(fdev *h, pci_t *p)
 {
     memset(p, 0, sizeof *p);
