@@ -4,6 +4,7 @@
 #   make test       every test: unit (gcc and clang+ASan/UBSan), integration, style
 #   make asan       build/asan/gpuaas with AddressSanitizer + UBSan (clang)
 #   make bench      benchmarks (print figures, never fail on time)
+#   make cuda       build/libgpuaas-cuda.so (the pods' CUDA shim), its fake driver and tests
 
 CC      ?= cc
 BUILD   ?= build
