@@ -165,7 +165,7 @@ test-installed: all $(BUILD)/test-unit $(BUILD)/fake-openai asan $(FAKE_NVML) cu
 unit: $(BUILD)/test-unit
 	$(BUILD)/test-unit --jobs 2
 
-integration: all $(FAKE_NVML)
+integration: all $(FAKE_NVML) cuda
 	GPUAAS_BIN=$(CURDIR)/$(BUILD)/gpuaas tests/integration/run.sh
 
 bench: all cuda $(BUILD)/fake-openai $(BUILD)/bench-usage-write $(BUILD)/bench-windows-save
