@@ -15,23 +15,22 @@
  *     launch starting at once (V does not move with the late wake-up).
  * The region records busy_ns, window_ns (the wall time the share was kept over) and
  * throttled_ns (time launches were held back), so the achieved share busy/window can be
- * reported. The share is kept per process: two processes of a pod on one device each get
- * S (the region has no shared deadline to split it by).
+ * reported. V lives in the region (next_ok_ns), so every process of the pod advances the
+ * same clock: two processes on one device share S between them, they do not get S each.
  * Owns: the throttle state of this process. Must not: drop or reorder launches. */
 #include <time.h>
 #include "cudashim/shim.h"
 
 #define GX_CS_CREDIT_NS 5000000ull              /* 5 ms */
-/* This thread's event pair per device (events belong to a context; made on first use). */
-static uint64_t next_ok[GX_CUDA_REGION_DEVICES];   /* V: monotonic ns before which no launch starts */
 static uint64_t last_end[GX_CUDA_REGION_DEVICES];  /* end of the last measured launch */
 
+/* This thread's event pair per device (events belong to a context; made on first use). */
 static __thread CUevent evs[GX_CUDA_REGION_DEVICES][2];
 
-/* Fork child: a fresh clock, and no events (they belonged to the parent's contexts). */
+/* Fork child: no events (they belonged to the parent's contexts); the pod's clock stays. */
 void gx_cs_launch_reset(void)
 {
-    for (int d = 0; d < GX_CUDA_REGION_DEVICES; d++) next_ok[d] = last_end[d] = 0, evs[d][0] = evs[d][1] = NULL;
+    for (int d = 0; d < GX_CUDA_REGION_DEVICES; d++) last_end[d] = 0, evs[d][0] = evs[d][1] = NULL;
 }
 
 /* The device's target share, 0 when launches are not throttled; counts the launch. */
@@ -50,9 +49,10 @@ static int share_for(int *devp)
 /* Hold the launch until the virtual clock allows it. */
 static void wait_turn(int dev)
 {
-    uint64_t now = gx_cs_now_ns(), v = __atomic_load_n(&next_ok[dev], __ATOMIC_ACQUIRE);
+    uint64_t *next_ok = &gx_cs_region()->next_ok_ns[dev];
+    uint64_t now = gx_cs_now_ns(), v = __atomic_load_n(next_ok, __ATOMIC_ACQUIRE);
     while (v + GX_CS_CREDIT_NS < now &&
-           !__atomic_compare_exchange_n(&next_ok[dev], &v, now - GX_CS_CREDIT_NS, 0, __ATOMIC_ACQ_REL,
+           !__atomic_compare_exchange_n(next_ok, &v, now - GX_CS_CREDIT_NS, 0, __ATOMIC_ACQ_REL,
                                         __ATOMIC_ACQUIRE)) {}
     if (v <= now) return;
     struct timespec ts = {(time_t)(v / 1000000000u), (long)(v % 1000000000u)};
@@ -100,7 +100,7 @@ static void measure(int dev, int share, CUstream stream, uint64_t t0, int events
     }
     uint64_t end = gx_cs_now_ns();
     if (!busy) busy = end - t0;
-    __atomic_fetch_add(&next_ok[dev], busy * 100 / (uint64_t)share, __ATOMIC_ACQ_REL);
+    __atomic_fetch_add(&gx_cs_region()->next_ok_ns[dev], busy * 100 / (uint64_t)share, __ATOMIC_ACQ_REL);
     uint64_t prev = __atomic_exchange_n(&last_end[dev], end, __ATOMIC_ACQ_REL);
     gx_cuda_region *r = gx_cs_region();
     __atomic_fetch_add(&r->busy_ns[dev], busy, __ATOMIC_RELAXED);

@@ -59,6 +59,9 @@ typedef struct gx_cuda_region {
     uint64_t busy_ns[GX_CUDA_REGION_DEVICES];     /* measured kernel time (compute share) */
     uint64_t window_ns[GX_CUDA_REGION_DEVICES];   /* wall time the share was measured over */
     uint64_t throttled_ns[GX_CUDA_REGION_DEVICES];/* time launches were held back */
+    uint64_t next_ok_ns[GX_CUDA_REGION_DEVICES];  /* compute share: CLOCK_MONOTONIC ns before which
+                                                   * no throttled launch of the pod starts (one
+                                                   * clock for every process, so the pod shares S) */
     gx_cuda_slot slots[GX_CUDA_REGION_PROCS];
 } gx_cuda_region;
 

@@ -111,6 +111,16 @@ for target in 30 70; do
   rb=$(field busy_ms "$r"); rw=$(field window_ms "$r")
   check "the region reports busy and window ($target %)" test "$rb" -gt 0 -a "$rw" -ge "$rb"
 done
+# Two processes of one pod at 40 %: one clock in the region, so they share the 40 between
+# them (each about 20), instead of taking 40 each
+"$P" mkregion "$REG" 1000 40
+FAKE_CUDA_KERNEL_US=2000 shim "$P" share 100 >"$TMP/share1.out" &
+FAKE_CUDA_KERNEL_US=2000 shim "$P" share 100 >"$TMP/share2.out"
+wait
+g1=$(field achieved "$(cat "$TMP/share1.out")"); g2=$(field achieved "$(cat "$TMP/share2.out")")
+sum=$(awk -v a="$g1" -v b="$g2" 'BEGIN { printf "%.1f", a + b }')
+echo "compute share of two processes at 40 %: $g1 % + $g2 % = $sum %"
+check "two processes share one 40 % between them ($g1 + $g2 = $sum)" awk -v g="$sum" 'BEGIN { exit !(g >= 30 && g <= 50) }'
 "$P" mkregion "$REG" 1000 0
 out=$(FAKE_CUDA_KERNEL_US=2000 shim "$P" share 200)
 got=$(field achieved "$out")
