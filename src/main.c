@@ -1,10 +1,11 @@
 /* gpuaas: one binary, many subcommands.
  * Owns: dispatch from argv[1] to the daemon (serve), the offline replays (sim) and
- * the CLI client commands (everything else, src/cli). */
+ * the CLI client commands (everything else, src/cli), and `render` (src/fleet). */
 #include <stdio.h>
 #include <string.h>
 #include "daemon/serve.h"
 #include "cli/cli.h"
+#include "fleet/render_main.h"
 #include "sim/sim.h"
 
 static void usage(FILE *f)
@@ -20,6 +21,7 @@ static void usage(FILE *f)
           "Offline:\n"
           "  sim trace     replay a cluster trace through the placement code\n"
           "  sim scenario  replay a Kueue scenario on a virtual clock\n"
+          "  render        write a fleet's Kubernetes objects for GitOps (gpuaas render --help)\n"
           "\n"
           "Every command takes --help.\n", f);
 }
@@ -31,6 +33,8 @@ int main(int argc, char **argv)
     if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h") || !strcmp(cmd, "help")) { usage(stdout); return 0; }
     if (!strcmp(cmd, "--version") || !strcmp(cmd, "version")) { puts("gpuaas 0.1.0"); return 0; }
     if (!strcmp(cmd, "serve")) return gx_serve_main(argc - 1, argv + 1);
+    /* fleet mode: a fleet's objects rendered offline (src/fleet/render_main.c) */
+    if (!strcmp(cmd, "render")) return gx_fleet_render_main(argc - 1, argv + 1);
     if (!strcmp(cmd, "sim")) {
         if (argc < 3 || !strcmp(argv[2], "--help") || !strcmp(argv[2], "-h")) {
             fputs("usage: gpuaas sim trace|scenario [options]\n\n"
