@@ -409,3 +409,56 @@ Test(fleet_render2, deterministic_twice)
     drop(&c);
     drop(&d);
 }
+
+/* examples/fleet/fleet.yaml's GPU Operator parts render as they are written (the
+ * clusters are filled from the document here by hand, not by the Fleet parser). */
+Test(fleet_render2, example_fleet_renders)
+{
+    FILE *fp = fopen("examples/fleet/fleet.yaml", "r");
+    cr_assert(fp);
+    char buf[16384];
+    size_t n = fread(buf, 1, sizeof buf - 1, fp);
+    fclose(fp);
+    buf[n] = 0;
+    json_t *doc = Y(buf), *cl;
+    size_t i, total = 0;
+    json_array_foreach(json_object_get(json_object_get(doc, "spec"), "clusters"), i, cl) {
+        json_t *op = json_object_get(cl, "gpuOperator"), *nd;
+        gx_fleet_node nodes[8];
+        char *ns[8];
+        size_t k;
+        gx_fleet_cluster c = {.name = (char *)json_string_value(json_object_get(cl, "name")), .namespaces = ns,
+                              .nodes = nodes};
+        json_array_foreach(json_object_get(cl, "namespaces"), k, nd) ns[c.nnamespaces++] = (char *)json_string_value(nd);
+        c.device_plugin = json_object_get(json_object_get(op, "devicePlugin"), "configs");
+        c.device_plugin_default = (char *)json_string_value(json_object_get(json_object_get(op, "devicePlugin"), "default"));
+        c.mig_parted = json_object_get(op, "migConfig");
+        json_array_foreach(json_object_get(op, "nodes"), k, nd) {
+            nodes[c.nnodes++] = (gx_fleet_node){(char *)json_string_value(json_object_get(nd, "name")),
+                                                (char *)json_string_value(json_object_get(nd, "devicePluginConfig")),
+                                                (char *)json_string_value(json_object_get(nd, "migConfig"))};
+        }
+        gx_err e;
+        json_t *a = gx_fleet_render_gpu(&c, &e), *o;
+        cr_assert(a, "%s: %s: %s", c.name, e.field, e.msg);
+        json_array_foreach(a, k, o) {
+            char name[128];
+            snprintf(name, sizeof name, "example-%s-%s-%s", c.name, json_string_value(json_object_get(o, "kind")),
+                     json_string_value(json_object_get(json_object_get(o, "metadata"), "name")));
+            out(o, name);
+        }
+        total += json_array_size(a);
+        json_decref(a);
+        /* a Job asking for nvidia.com/gpu gets each cluster's own name for it */
+        json_t *req = job("team-a", c.name, i == 0 ? "nvidia.com/gpu" : "nvidia.com/mig-3g.40gb");
+        json_t *j = gx_fleet_render_job(NULL, &c, req, "alice", &e);
+        cr_assert(j, "%s: %s: %s", c.name, e.field, e.msg);
+        json_t *r = json_object_get(json_object_get(json_array_get(json_object_get(json_object_get(json_object_get(
+                    json_object_get(j, "spec"), "template"), "spec"), "containers"), 0), "resources"), "requests");
+        cr_assert(json_object_get(r, i == 0 ? "nvidia.com/gpu.shared" : "nvidia.com/mig-3g.40gb"), "%s", c.name);
+        json_decref(j);
+        json_decref(req);
+    }
+    cr_assert_eq(total, 1 + 2 + 2 + 2, "gpu-a: a ConfigMap and 2 Nodes; gpu-b: 2 ConfigMaps and 2 Nodes");
+    json_decref(doc);
+}
