@@ -145,6 +145,7 @@ kind: Job
 metadata:
   name: train
   namespace: team-a
+  labels: {kueue.x-k8s.io/queue-name: main}
   annotations: {gpuaas.dev/cluster: gpu-b}
 spec:
   template:
@@ -155,6 +156,7 @@ YAML
 "$G" render --config "$W/gpuaas.yaml" --out "$OUT" -f "$TMP/job.yaml" >/dev/null 2>&1
 check "request: in gpu-b's folder" test -f "$OUT/clusters/gpu-b/team-a/job-train.yaml"
 check "request: not in hub's" test ! -e "$OUT/clusters/hub/team-a/job-train.yaml"
+check "request: rendered suspended for Kueue" grep -q '^  suspend: true$' "$OUT/clusters/gpu-b/team-a/job-train.yaml"
 
 # mistakes: file, line and field named; exit 1 (usage: 2); nothing changes
 before=$(snap)
