@@ -416,11 +416,15 @@ static int emit_text(yaml_emitter_t *em, const char *s, size_t n, yaml_scalar_st
     return yaml_emitter_emit(em, &ev) ? 0 : -1;
 }
 
-/* A string of n bytes (a NUL among them is written as "\0"). */
+/* A string of n bytes (a NUL among them is written as "\0"). Several lines go out as a
+ * literal block (`|`), so a ConfigMap holding a YAML document reads, and diffs in git, line
+ * by line; libyaml falls back to quotes where a block cannot hold the text exactly. */
 static int emit_str(yaml_emitter_t *em, const char *s, size_t n)
 {
     if (n > INT_MAX) return -1;   /* libyaml counts in int */
-    int plain = !memchr(s, 0, n) && plain_ok(s);
+    int nul = memchr(s, 0, n) != NULL;
+    if (!nul && memchr(s, '\n', n)) return emit_text(em, s, n, YAML_LITERAL_SCALAR_STYLE);
+    int plain = !nul && plain_ok(s);
     return emit_text(em, s, n, plain ? YAML_PLAIN_SCALAR_STYLE : YAML_DOUBLE_QUOTED_SCALAR_STYLE);
 }
 

@@ -178,3 +178,22 @@ Test(yaml, emit_block_style_two_spaces_in_key_order)
     json_decref(back);
     json_decref(v);
 }
+
+/* A string of several lines (a ConfigMap holding a document) goes out as a literal block,
+ * line by line, and reads back byte for byte; one that a block cannot hold exactly
+ * (trailing spaces on a line) still round-trips. */
+Test(yaml, emit_lines_as_literal_block)
+{
+    const char *texts[] = {"version: v1\nsharing:\n  timeSlicing:\n    resources: []\n", "no newline at end\nsecond",
+                           "trailing space \nhere\n", "\n\nleading blank lines\n"};
+    for (size_t i = 0; i < sizeof texts / sizeof *texts; i++) {
+        json_t *a = json_pack("{s:{s:s}}", "data", "config.yaml", texts[i]);
+        char *out = gx_yaml_emit(a);
+        json_t *b = one(out);
+        cr_assert(json_equal(a, b), "round trip differs for text %zu:\n%s", i, out);
+        if (i == 0) cr_assert(strstr(out, "config.yaml: |\n    version: v1\n    sharing:\n") != NULL, "not a literal block:\n%s", out);
+        json_decref(a);
+        json_decref(b);
+        free(out);
+    }
+}
