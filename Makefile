@@ -7,7 +7,7 @@
 
 CC      ?= cc
 BUILD   ?= build
-PKGS    := libcurl jansson yaml-0.1 sqlite3 libsodium
+PKGS    := libcurl jansson yaml-0.1 sqlite3 libsodium libgit2
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 
