@@ -72,6 +72,10 @@ $(BUILD)/bench-usage-write: bench/usage_write.c $(LIB_OBJ)
 $(BUILD)/bench-windows-save: bench/windows_save.c $(LIB_OBJ)
 	$(CC) $(ALL_CFLAGS) -o $@ $< $(LIB_OBJ) $(LDLIBS)
 
+# bench/fleet_publish.c: commits/s of the fleet's git publisher (make bench).
+$(BUILD)/bench-fleet-publish: bench/fleet_publish.c $(LIB_OBJ)
+	$(CC) $(ALL_CFLAGS) -o $@ $< $(LIB_OBJ) $(LDLIBS)
+
 $(BUILD)/test-unit: $(LIB_OBJ) $(UNIT_OBJ) $(BUILD)/gpuaas-shim
 	$(CC) $(SANFLAGS) -o $@ $(LIB_OBJ) $(UNIT_OBJ) $(LDLIBS) -lcriterion
 
@@ -140,7 +144,7 @@ unit: $(BUILD)/test-unit
 integration: all $(FAKE_NVML)
 	GPUAAS_BIN=$(CURDIR)/$(BUILD)/gpuaas tests/integration/run.sh
 
-bench: all $(BUILD)/fake-openai $(BUILD)/bench-usage-write $(BUILD)/bench-windows-save
+bench: all $(BUILD)/fake-openai $(BUILD)/bench-usage-write $(BUILD)/bench-windows-save $(BUILD)/bench-fleet-publish
 	@bench/run.sh
 
 clean:
