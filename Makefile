@@ -8,7 +8,7 @@
 
 CC      ?= cc
 BUILD   ?= build
-PKGS    := libcurl jansson yaml-0.1 sqlite3 libsodium
+PKGS    := libcurl jansson yaml-0.1 sqlite3 libsodium libgit2
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 
@@ -71,6 +71,10 @@ $(BUILD)/bench-usage-write: bench/usage_write.c $(LIB_OBJ)
 
 # bench/windows_save.c: the loop's share of saving rate-limit windows (make bench).
 $(BUILD)/bench-windows-save: bench/windows_save.c $(LIB_OBJ)
+	$(CC) $(ALL_CFLAGS) -o $@ $< $(LIB_OBJ) $(LDLIBS)
+
+# bench/fleet_publish.c: commits/s of the fleet's git publisher (make bench).
+$(BUILD)/bench-fleet-publish: bench/fleet_publish.c $(LIB_OBJ)
 	$(CC) $(ALL_CFLAGS) -o $@ $< $(LIB_OBJ) $(LDLIBS)
 
 $(BUILD)/test-unit: $(LIB_OBJ) $(UNIT_OBJ) $(BUILD)/gpuaas-shim
@@ -168,7 +172,7 @@ unit: $(BUILD)/test-unit
 integration: all $(FAKE_NVML) cuda
 	GPUAAS_BIN=$(CURDIR)/$(BUILD)/gpuaas tests/integration/run.sh
 
-bench: all cuda $(BUILD)/fake-openai $(BUILD)/bench-usage-write $(BUILD)/bench-windows-save
+bench: all cuda $(BUILD)/fake-openai $(BUILD)/bench-usage-write $(BUILD)/bench-windows-save $(BUILD)/bench-fleet-publish
 	@bench/run.sh
 
 clean:
