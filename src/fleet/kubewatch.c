@@ -207,7 +207,6 @@ static size_t on_write(char *p, size_t size, size_t nm, void *ud)
         gx_sbuf_put(&r->buf, p, len);
         return len;
     }
-    int ev0 = r->events;
     size_t from = r->buf.n;
     gx_sbuf_put(&r->buf, p, len);
     size_t start_at = 0;
@@ -227,7 +226,7 @@ static size_t on_write(char *p, size_t size, size_t nm, void *ud)
         r->abort = AB_BIG;
         return 0;
     }
-    if (r->events != ev0 || !r->failed) report_ok(r);   /* connected; lastEventAt moves */
+    report_ok(r);   /* a 200 stream flows: connected (and lastEventAt moves when events came) */
     return len;
 }
 
@@ -292,7 +291,7 @@ static void start(res *r)
     if (!easy) { if (tok) { sodium_memzero(tok, strlen(tok)); free(tok); } fail(r, "out of memory"); return; }
     r->easy = easy;
     gx_sbuf u = {0};
-    gx_sbuf_printf(&u, "%s%s/%s", w->kc.server, r->kueue ? (r->v1beta1 ? "/apis/kueue.x-k8s.io/v1beta1/" : r->group) : r->group,
+    gx_sbuf_printf(&u, "%s%s%s", w->kc.server, r->kueue ? (r->v1beta1 ? "/apis/kueue.x-k8s.io/v1beta1/" : r->group) : r->group,
                    r->plural);
     if (r->mode == LIST) {
         param(&u, easy, "limit", "500");

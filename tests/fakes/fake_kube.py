@@ -273,7 +273,9 @@ def main():
         if args.client_ca:
             ctx.verify_mode = ssl.CERT_OPTIONAL
             ctx.load_verify_locations(args.client_ca)
-        srv.socket = ctx.wrap_socket(srv.socket, server_side=True)
+        # the handshake happens in each request's thread (on its first read), never in
+        # accept(): a client slow to shake hands must not stop the others
+        srv.socket = ctx.wrap_socket(srv.socket, server_side=True, do_handshake_on_connect=False)
     print(srv.server_address[1], flush=True)
     srv.serve_forever()
 
