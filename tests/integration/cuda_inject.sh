@@ -196,6 +196,9 @@ expect_match "/metrics: limit" "$m" "gpuaas_pod_gpu_memory_limit_bytes\{namespac
 expect_match "/metrics: refusals" "$m" "gpuaas_pod_gpu_oom_refusals_total\{namespace=\"team-a\",workload=\"ts-a\",pod=\"0\",gpu=\"$uuid\"\} 1"
 grep gpuaas_pod_gpu <<<"$m" > "$TMP/shim.prom"
 check "promtool passes the shim's series" bash -c "promtool check metrics < '$TMP/shim.prom'"
+sign_in "$TMP/admin.jar" "$ADMIN_TOKEN" >/dev/null
+page=$(curl -s -b "$TMP/admin.jar" "$GPUAAS_SERVER/ui/workloads/team-a/ts-b")
+expect_match "the portal shows the pod's GPU memory used / limit" "$page" "<h2>GPU memory</h2>.*2\.0 GiB / 12\.0 GiB"
 # the writer of a ends without freeing its slot: its use is left out (the OFD-lock rule)
 touch "$SHARED/stop-a"
 check "a dead process's use is left out" until_ok 10 gm_is ts-a usedBytes 0
@@ -228,6 +231,8 @@ submit na ts-node '{cpu: "1", nvidia.com/gpu: "1"}' "$PROBE; sleep 120"
 check "auto: the pod starts without the library" wait_phase team-a/na Running 15
 expect_eq "auto: the view says its limits are not enforced" "$(wl_field team-a/na '.pods[0].gpuLimitsEnforced')" false
 expect_match "auto: and why" "$(wl_field team-a/na '.pods[0].gpuLimitsNote')" "libgpuaas-cuda.so is missing"
+sign_in "$TMP/admin.jar" "$ADMIN_TOKEN" >/dev/null
+expect_match "auto: the portal says so" "$(curl -s -b "$TMP/admin.jar" "$GPUAAS_SERVER/ui/workloads/team-a/na")" "Not enforced: libgpuaas-cuda.so is missing"
 check "auto: the daemon logs it" log_has "$TMP/serve.log" "libgpuaas-cuda.so is missing: pods on time-sliced"
 "$GPUAAS_BIN" cancel team-a/na >/dev/null
 check "auto: cancelled" wait_phase team-a/na Deactivated 15
