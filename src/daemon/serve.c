@@ -232,7 +232,7 @@ int gx_serve_main(int argc, char **argv)
     gx_gpu_rt_start(d->gpu, d->cfg.data_dir, mps_root, stderr);
     if (!(d->box = gx_podbox_open(&d->cfg.run, d->cfg.data_dir, d->store, &e))) goto out;
     gx_exec_config xc = {d->loop, d->box, d->cfg.run.sandbox, d->log_dir, d->run_dir, d->gpu, gx_d_exec_hooks(d),
-                         d->cfg.run.start_delay_ms};
+                         d->cfg.run.start_delay_ms, d->cfg.run.cuda_shim};
     d->exec = gx_exec_new(&xc);
     if (gx_d_recover(d, &e)) goto out;
 

@@ -93,6 +93,41 @@ static void quota_series(gx_sbuf *o, const json_t *cqs)
     }
 }
 
+/* What each live pod's CUDA shim counts (docs/gpu-sharing.md "Limits inside the pod"),
+ * labelled {namespace, workload, pod, gpu}: one series per device of a pod that has a
+ * region, read from it (gpu/cuda_region_ops.h). */
+static void pod_gpu_memory(gx_sbuf *o, gx_daemon *d)
+{
+    static const char *const names[][3] = {
+        {"gpuaas_pod_gpu_memory_used_bytes", "gauge", "GPU memory a pod's processes hold, as its CUDA shim counts it"},
+        {"gpuaas_pod_gpu_memory_limit_bytes", "gauge", "GPU memory limit the CUDA shim keeps for a pod (0: none)"},
+        {"gpuaas_pod_gpu_oom_refusals_total", "counter", "GPU allocations the CUDA shim refused a pod (over its limit)"},
+    };
+    char b1[256], b2[256], b3[256];
+    for (int m = 0; m < 3; m++) {
+        header(o, names[m][0], names[m][1], names[m][2]);
+        size_t pos = 0;
+        for (gx_run *w; (w = gx_exec_next(d->exec, &pos));)
+            for (size_t i = 0; i < w->npods; i++) {
+                const gx_run_pod *p = &w->pods[i];
+                gx_cuda_usage u;
+                gx_err e;
+                if (!p->alive || p->cuda != GX_POD_CUDA_INJECTED || gx_exec_pod_cuda_usage(d->exec, w, p, &u, &e)) continue;
+                gx_prom_label(w->ns, b1, sizeof b1);
+                gx_prom_label(w->name, b2, sizeof b2);
+                const char *dev = p->devices;
+                for (int k = 0; k < u.ndevices && dev; k++) {
+                    char uuid[128];
+                    snprintf(uuid, sizeof uuid, "%.*s", (int)strcspn(dev, ","), dev);
+                    dev = strchr(dev, ',') ? strchr(dev, ',') + 1 : NULL;
+                    uint64_t v = m == 0 ? u.dev[k].used : m == 1 ? u.dev[k].limit : u.dev[k].refused;
+                    gx_sbuf_printf(o, "%s{namespace=\"%s\",workload=\"%s\",pod=\"%d\",gpu=\"%s\"} %llu\n", names[m][0], b1,
+                                   b2, p->index, gx_prom_label(uuid, b3, sizeof b3), (unsigned long long)v);
+                }
+            }
+    }
+}
+
 char *gx_d_metrics(gx_daemon *d)
 {
     gx_sbuf o;
@@ -166,6 +201,7 @@ char *gx_d_metrics(gx_daemon *d)
                        gx_engine_count_phase(d->eng, (gx_wl_phase)p));
     header(&o, "gpuaas_http_requests_total", "counter", "HTTP requests served");
     gx_sbuf_printf(&o, "gpuaas_http_requests_total %llu\n", (unsigned long long)(d->mux ? d->mux->requests : 0));
+    pod_gpu_memory(&o, d);
     char *gm = gx_gpu_metrics(d->gpu, d->eng);   /* DCGM-exporter names for the GPUs (src/gpu/api.c) */
     gx_sbuf_printf(&o, "%s", gm);
     free(gm);

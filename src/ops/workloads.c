@@ -330,6 +330,48 @@ int gx_d_pod_count(gx_daemon *d, const char *key)
     return n > w->ps.parallelism ? n : w->ps.parallelism;
 }
 
+/* The n-th UUID of "uuid,uuid" into out ("" past the end). */
+static void nth_device(const char *list, int n, char *out, size_t len)
+{
+    const char *p = list;
+    for (int i = 0; i < n && p; i++) p = strchr(p, ',') ? strchr(p, ',') + 1 : NULL;
+    snprintf(out, len, "%.*s", p ? (int)strcspn(p, ",") : 0, p ? p : "");
+}
+
+/* A pod's GPU memory and compute share as its CUDA shim counts them, read from its
+ * region (docs/gpu-sharing.md "Limits inside the pod"); a pod whose shim was wanted but
+ * missing says its limits are not enforced, never silently nothing. */
+static void add_gpu_memory(gx_daemon *d, const gx_run *w, const gx_run_pod *p, json_t *po)
+{
+    if (p->cuda == GX_POD_CUDA_MISSING) {
+        json_object_set_new(po, "gpuLimitsEnforced", json_false());
+        json_object_set_new(po, "gpuLimitsNote", json_string("libgpuaas-cuda.so is missing beside the gpuaas "
+                                                             "binary: this pod's GPU memory limit is not enforced"));
+        return;
+    }
+    gx_cuda_usage u;
+    gx_err e;
+    if (p->cuda != GX_POD_CUDA_INJECTED) return;
+    json_object_set_new(po, "gpuLimitsEnforced", json_true());
+    if (gx_exec_pod_cuda_usage(d->exec, w, p, &u, &e)) {
+        json_object_set_new(po, "gpuLimitsNote", json_string(e.msg));
+        return;
+    }
+    json_t *arr = json_array();
+    for (int k = 0; k < u.ndevices; k++) {
+        const gx_cuda_dev_usage *g = &u.dev[k];
+        char uuid[128];
+        nth_device(p->devices, k, uuid, sizeof uuid);
+        json_t *share = json_object();
+        json_object_set_new(share, "target", g->sm_share ? json_integer(g->sm_share) : json_null());
+        json_object_set_new(share, "achieved", g->achieved >= 0 ? json_real((double)(int)(g->achieved * 10) / 10) : json_null());
+        json_array_append_new(arr, json_pack("{s:s,s:I,s:I,s:I,s:I,s:o}", "device", uuid,
+            "usedBytes", (json_int_t)g->used, "limitBytes", (json_int_t)g->limit, "peakBytes", (json_int_t)g->peak,
+            "refused", (json_int_t)g->refused, "computeShare", share));
+    }
+    json_object_set_new(po, "gpuMemory", arr);
+}
+
 /* The person's view: the engine's status plus phase, reason, message and pods. */
 static void add_phase(gx_daemon *d, json_t *v)
 {
@@ -398,6 +440,7 @@ static void add_phase(gx_daemon *d, json_t *v)
         }
         if (p->sandboxed) json_object_set_new(po, "runAsUser", json_integer((json_int_t)p->uid));
         if (p->memory_limit) json_object_set_new(po, "memoryLimitBytes", json_integer(p->memory_limit));
+        add_gpu_memory(d, w, p, po);
         json_array_append_new(pods, po);
     }
     json_object_set_new(v, "pods", pods);

@@ -1,7 +1,8 @@
 /* pages_work: "My work" (Home) and one workload's page.
  * Owns: the list of the user's workloads with state, queue position, why it waits
  * in plain words, an estimate of when it starts and the time it has left; the
- * workload page (conditions as a timeline, devices, pods, live logs, cancel).
+ * workload page (conditions as a timeline, devices, pods, their GPU memory and compute
+ * share as the CUDA shim counts them, live logs, cancel).
  * Must not: show a workload outside the user's namespaces (404, as if absent), or
  * cancel one except through gx_d_cancel (which commits first). */
 #include <stdio.h>
@@ -337,6 +338,54 @@ static void pods(gx_sbuf *b, const json_t *w)
     gx_sbuf_puts(b, "</tbody></table>");
 }
 
+/* Bytes as GiB with one decimal (MiB below 1 GiB): what a person compares at a glance. */
+static void bytes_words(json_int_t v, char *out, size_t n)
+{
+    if (v >= (json_int_t)1 << 30) snprintf(out, n, "%.1f GiB", (double)v / (double)((json_int_t)1 << 30));
+    else snprintf(out, n, "%lld MiB", (long long)(v >> 20));
+}
+
+/* Each pod's GPU memory used against its limit and its compute share, as the CUDA shim
+ * counts them (docs/gpu-sharing.md "Limits inside the pod"); a pod whose limits are not
+ * enforced says so, never shows nothing. */
+static void gpu_memory(gx_sbuf *b, const json_t *w)
+{
+    const json_t *ps = json_object_get(w, "pods");
+    size_t i, k;
+    const json_t *p, *g;
+    int any = 0;
+    json_array_foreach(ps, i, p) any |= json_object_get(p, "gpuLimitsEnforced") != NULL;
+    if (!any) return;
+    gx_sbuf_puts(b, "<h2>GPU memory</h2><table class=\"list\"><thead><tr><th scope=\"col\">Pod</th><th scope=\"col\">GPU</th>"
+                     "<th scope=\"col\">Used / limit</th><th scope=\"col\">Peak</th><th scope=\"col\">Refused</th>"
+                     "<th scope=\"col\">Compute share</th></tr></thead><tbody>");
+    json_array_foreach(ps, i, p) {
+        long long idx = (long long)json_integer_value(json_object_get(p, "index"));
+        if (json_is_false(json_object_get(p, "gpuLimitsEnforced"))) {
+            gx_portal_putf(b, "<tr><td>%lld</td><td colspan=\"5\">Not enforced: %H</td></tr>", idx,
+                           json_string_value(json_object_get(p, "gpuLimitsNote")) ?: "");
+            continue;
+        }
+        json_array_foreach(json_object_get(p, "gpuMemory"), k, g) {
+            char used[32], lim[32] = "no limit", peak[32], share[64] = "—";
+            bytes_words(json_integer_value(json_object_get(g, "usedBytes")), used, sizeof used);
+            if (json_integer_value(json_object_get(g, "limitBytes")))
+                bytes_words(json_integer_value(json_object_get(g, "limitBytes")), lim, sizeof lim);
+            bytes_words(json_integer_value(json_object_get(g, "peakBytes")), peak, sizeof peak);
+            const json_t *cs = json_object_get(g, "computeShare");
+            const json_t *t = json_object_get(cs, "target"), *a = json_object_get(cs, "achieved");
+            if (json_is_integer(t) && json_is_number(a))
+                snprintf(share, sizeof share, "%.0f %% of %lld %% target", json_number_value(a), (long long)json_integer_value(t));
+            else if (json_is_integer(t)) snprintf(share, sizeof share, "target %lld %%, not measured yet", (long long)json_integer_value(t));
+            else if (json_is_number(a)) snprintf(share, sizeof share, "%.0f %% (no target)", json_number_value(a));
+            gx_portal_putf(b, "<tr><td>%lld</td><td><code>%H</code></td><td>%H / %H</td><td>%H</td><td>%lld</td><td>%H</td></tr>",
+                           idx, json_string_value(json_object_get(g, "device")), used, lim, peak,
+                           (long long)json_integer_value(json_object_get(g, "refused")), share);
+        }
+    }
+    gx_sbuf_puts(b, "</tbody></table>");
+}
+
 static void status_section(gx_portal_ctx *c, gx_sbuf *b, const json_t *w)
 {
     const char *state = json_string_value(json_object_get(w, "state")) ?: "";
@@ -358,6 +407,7 @@ static void status_section(gx_portal_ctx *c, gx_sbuf *b, const json_t *w)
     timeline(b, w);
     devices(b, w);
     pods(b, w);
+    gpu_memory(b, w);
     gx_sbuf_puts(b, "</section>");
 }
 

@@ -114,6 +114,8 @@ static gx_run_pod *intend_pod(gx_exec *x, gx_run *w, int slot, const char *devic
     char exitp[PATH_MAX];
     gx_exec_exit_path(x, w, p->gen, p->index, exitp, sizeof exitp);
     unlink(exitp);
+    gx_exec_cuda_path(x, w, p->gen, p->index, exitp, sizeof exitp);   /* its CUDA region, likewise */
+    unlink(exitp);
     return p;
 }
 
@@ -144,14 +146,23 @@ static int launch_pod(gx_exec *x, gx_run *w, gx_run_pod *p, gx_err *err)
     char **argv = gx_podspec_argv(&w->ps);
     int boxed = x->sandbox;
     gx_podbox_run br;
-    if (boxed && gx_exec_pod_box(x, w, p->index, p->devices, argv, &br, err)) {
+    gx_exec_cuda cu;   /* the CUDA shim: its region is made once the pod's uid is known */
+    if (gx_exec_cuda_plan(x, w, p, &cu, err) || (boxed && gx_exec_pod_box(x, w, p->index, p->devices, &cu, argv, &br, err))) {
         gx_podspec_free_vec(argv);
+        return -1;
+    }
+    if (gx_exec_cuda_create(&cu, boxed ? br.uid : geteuid(), boxed ? br.gid : getegid(), err)) {
+        gx_podspec_free_vec(argv);
+        if (boxed) {
+            gx_podbox_release(x->box, br.cgroup);
+            gx_sandbox_free_argv(br.argv);
+        }
         return -1;
     }
     const char *procs[GX_CG_NCTRL + 1];
     for (int i = 0; boxed && i < br.nprocs; i++) procs[i] = br.procs[i];
     gx_proc_contain box = {procs, boxed ? br.nprocs : 0, 1};
-    char **gpu_env = pod_gpu_env(x, w, p->slot, p->devices);
+    char **gpu_env = gx_exec_cuda_env(&cu, boxed, pod_gpu_env(x, w, p->slot, p->devices));
     char **envp = gx_podspec_envp(&w->ps, w->key, p->index, p->devices, (const char *const *)gpu_env,
                                   boxed ? br.work_dir : NULL);
     gx_podspec_free_vec(gpu_env);
@@ -597,6 +608,7 @@ gx_exec *gx_exec_new(const gx_exec_config *c)
     x->gpu = c->gpu;
     x->h = c->hooks;
     x->start_delay_ms = c->start_delay_ms;
+    x->cuda_shim = c->cuda_shim;
     gx_strmap_init(&x->runs);
     return x;
 }
@@ -635,6 +647,7 @@ gx_run *gx_exec_next(const gx_exec *x, size_t *pos)
 
 void gx_exec_drop(gx_exec *x, gx_run *w)
 {
+    gx_exec_cuda_forget(x, w);   /* the regions go with the run's files */
     gx_strmap_del(&x->runs, w->key);
     run_unwatch(x, w);
     gx_run_free(w);

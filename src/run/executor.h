@@ -32,6 +32,7 @@
 #include <sys/types.h>
 #include <jansson.h>
 #include "core/engine.h"
+#include "gpu/cuda_region_ops.h"
 #include "lib/err.h"
 #include "lib/wlkey.h"
 #include "net/loop.h"
@@ -65,7 +66,13 @@ typedef struct gx_run_pod {
     char cgroup[GX_PODBOX_CG_MAX];   /* relative to run.cgroupParent */
     int64_t memory_limit;  /* bytes, 0 none */
     char reason[16];       /* when ended: Completed, Error, OOMKilled (Kubernetes' words) */
+    int cuda;              /* GX_POD_CUDA_*: the CUDA shim (executor_cuda.c) */
 } gx_run_pod;
+
+/* A pod's CUDA shim (docs/gpu-sharing.md "Limits inside the pod"): none (no time-sliced
+ * or fractional GPU, or run.cudaShim off), injected (its region holds its use), or
+ * wanted but the library was missing (run.cudaShim auto): its limits are not enforced. */
+enum { GX_POD_CUDA_NONE = 0, GX_POD_CUDA_INJECTED, GX_POD_CUDA_MISSING };
 
 /* The daemon's side of one workload: its processes and their bookkeeping (the engine's
  * side is core's struct gx_wl). */
@@ -128,6 +135,7 @@ typedef struct gx_exec_config {
     struct gx_gpu_rt *gpu; /* the GPU runtime (device env, MPS pipes, sharing); NULL none */
     gx_exec_hooks hooks;
     int start_delay_ms;    /* tests only (GPUAAS_TEST_START_DELAY_MS): wait after each pod's start */
+    int cuda_shim;         /* run.cudaShim: GX_CUDA_SHIM_AUTO, _ON or _OFF (run/run_config.h) */
 } gx_exec_config;
 
 typedef struct gx_exec gx_exec;
@@ -186,6 +194,12 @@ void gx_exec_unprepare(gx_exec *x, gx_run *r, const char *why);
 void gx_exec_stop(gx_exec *x, gx_run *r, const char *note);
 /* Re-attach r's recorded processes after a restart (see the rule at the top). */
 void gx_exec_recover(gx_exec *x, gx_run *r);
+
+/* ---- the CUDA shim (executor_cuda.c) ---- */
+
+/* What pod p's processes use of its GPUs, from its region (gpu/cuda_region_ops.h):
+ * 0, or -1 with err when it has none (404) or the pod damaged it (422). */
+int gx_exec_pod_cuda_usage(const gx_exec *x, const gx_run *r, const gx_run_pod *p, gx_cuda_usage *out, gx_err *err);
 
 /* ---- time ---- */
 

@@ -55,14 +55,16 @@ static size_t pod_devsel(gx_exec *x, const char *devices, gx_devsel *out, size_t
 }
 
 /* Prepare the sandbox of pod `index` (run/podbox.h): its command becomes bwrap's, it
- * starts in its own folder with its own HOME, and the shim's child joins its cgroup. */
-int gx_exec_pod_box(gx_exec *x, gx_run *w, int index, const char *devices, char **argv, gx_podbox_run *br,
-                    gx_err *err)
+ * starts in its own folder with its own HOME, and the shim's child joins its cgroup; its
+ * CUDA shim's files are bound in when cu->on. */
+int gx_exec_pod_box(gx_exec *x, gx_run *w, int index, const char *devices, const struct gx_exec_cuda *cu,
+                    char **argv, gx_podbox_run *br, gx_err *err)
 {
     gx_devsel sel[16];
     const char *mps_pipe;
     size_t nsel = pod_devsel(x, devices, sel, 16, &mps_pipe);
-    gx_podbox_pod bp = {w->ns, w->name, w->gen, index, &w->ps, sel, nsel, mps_pipe, argv, gx_loop_now(x->loop)};
+    gx_podbox_pod bp = {w->ns, w->name, w->gen, index, &w->ps, sel, nsel, mps_pipe, argv, gx_loop_now(x->loop),
+                        cu->on ? cu->lib : NULL, cu->on ? cu->region : NULL, cu->on ? cu->preload : NULL};
     return gx_podbox_prepare(x->box, &bp, br, err);
 }
 

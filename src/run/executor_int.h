@@ -6,6 +6,8 @@
 #include "lib/strmap.h"
 #include "run/executor.h"
 
+struct gx_exec_cuda;
+
 struct gx_exec {
     gx_loop *loop;
     gx_podbox *box;
@@ -17,6 +19,8 @@ struct gx_exec {
     int start_delay_ms;    /* tests only: see gx_exec_config */
     int recovering;        /* in gx_exec_recover: pods are not started (nothing can be committed) */
     int64_t next_timer_check;
+    int cuda_shim;         /* run.cudaShim */
+    int cuda_warned;       /* the missing library was logged (once) */
 };
 
 /* executor.c */
@@ -32,8 +36,8 @@ void gx_exec_exit_path(const gx_exec *x, const gx_run *r, int gen, int index, ch
 
 /* executor_box.c: a pod's side of the sandbox */
 /* Prepare pod `index` of r on `devices` ("uuid,uuid"): its command becomes bwrap's. */
-int gx_exec_pod_box(gx_exec *x, gx_run *r, int index, const char *devices, char **argv, gx_podbox_run *br,
-                    gx_err *err);
+int gx_exec_pod_box(gx_exec *x, gx_run *r, int index, const char *devices, const struct gx_exec_cuda *cu,
+                    char **argv, gx_podbox_run *br, gx_err *err);
 /* SIGTERM to a pod's own processes, SIGKILL to its whole cgroup (unsandboxed: its group). */
 void gx_exec_pod_signal(gx_exec *x, gx_run_pod *p, int sig);
 /* A sandboxed pod has ended: its cgroup is emptied and removed (retried until it can go). */
@@ -42,5 +46,26 @@ void gx_exec_pod_release(gx_exec *x, gx_run_pod *p);
 void gx_exec_pod_settle(gx_exec *x, gx_run_pod *p);
 /* The last non-empty line of pod `index`'s log, at most n-1 bytes of it. */
 void gx_exec_pod_log_tail(gx_exec *x, const gx_run *r, int index, char *out, size_t n);
+
+/* executor_cuda.c: a pod's CUDA shim (docs/gpu-sharing.md "Limits inside the pod") */
+typedef struct gx_exec_cuda {   /* a pod's CUDA shim, as planned */
+    int on;                        /* the pod gets the library */
+    gx_cuda_limits lim;
+    char region[PATH_MAX];         /* DATA/run/NS/NAME/gG-pP.cuda */
+    char lib[PATH_MAX];            /* libgpuaas-cuda.so beside the gpuaas binary */
+    char preload[PATH_MAX];        /* DATA/run/ld.so.preload: names GX_CUDA_LIB_PATH */
+} gx_exec_cuda;
+/* Decide pod p's shim from its devices and run.cudaShim; p->cuda says what was decided.
+ * -1 with err when the pod must not start (run.cudaShim on and no library). */
+int gx_exec_cuda_plan(gx_exec *x, const gx_run *r, gx_run_pod *p, gx_exec_cuda *c, gx_err *err);
+/* Create the planned region, owned by the pod's uid:gid (c->on only). */
+int gx_exec_cuda_create(const gx_exec_cuda *c, uid_t uid, gid_t gid, gx_err *err);
+/* The pod's environment entries for its shim appended to env (a vector of malloc'd
+ * strings, may be NULL): GX_CUDA_REGION_ENV, and LD_PRELOAD when unsandboxed. */
+char **gx_exec_cuda_env(const gx_exec_cuda *c, int boxed, char **env);
+/* DATA/run/NS/NAME/gGEN-pINDEX.cuda */
+void gx_exec_cuda_path(const gx_exec *x, const gx_run *r, int gen, int index, char *out, size_t n);
+/* Remove the region files of r's pods (the run is dropped). */
+void gx_exec_cuda_forget(const gx_exec *x, const gx_run *r);
 
 #endif

@@ -82,6 +82,7 @@ json_t *gx_run_record(const gx_run *w)
             "startedMs", (json_int_t)p->started_ms, "finishedMs", (json_int_t)p->finished_ms,
             "exitCode", p->exit_code, "signal", p->signal_no, "devices", p->devices, "reason", p->reason);
         if (p->starting) json_object_set_new(po, "starting", json_true());
+        if (p->cuda) json_object_set_new(po, "cuda", json_integer(p->cuda));
         if (p->sandboxed)
             json_object_update_new(po, json_pack("{s:b,s:I,s:s,s:I}", "sandboxed", 1, "uid", (json_int_t)p->uid,
                                                  "cgroup", p->cgroup, "memoryLimit", (json_int_t)p->memory_limit));
@@ -132,6 +133,7 @@ void gx_run_restore(gx_run *w, const json_t *r)
         snprintf(p->devices, sizeof p->devices, "%s", json_string_value(json_object_get(x, "devices")) ?: "");
         snprintf(p->reason, sizeof p->reason, "%s", json_string_value(json_object_get(x, "reason")) ?: "");
         p->sandboxed = json_is_true(json_object_get(x, "sandboxed"));
+        p->cuda = (int)json_integer_value(json_object_get(x, "cuda"));
         p->uid = (uid_t)json_integer_value(json_object_get(x, "uid"));
         p->memory_limit = json_integer_value(json_object_get(x, "memoryLimit"));
         snprintf(p->cgroup, sizeof p->cgroup, "%s", json_string_value(json_object_get(x, "cgroup")) ?: "");

@@ -261,7 +261,8 @@ int gx_podbox_prepare(gx_podbox *b, const gx_podbox_pod *p, gx_podbox_run *out, 
     const char *wd = p->ps->working_dir ? p->ps->working_dir : out->work_dir;
     gx_sandbox_spec s = {.bwrap = b->bwrap, .shim = b->shim, .uid = out->uid, .gid = out->gid,
                          .work_dir = out->work_dir, .cwd = wd, .hostname = host, .hide = hide,
-                         .tmp_bytes = b->rc->tmp_bytes, .mounts = mounts, .nmounts = (size_t)nm, .argv = p->argv};
+                         .tmp_bytes = b->rc->tmp_bytes, .mounts = mounts, .nmounts = (size_t)nm, .argv = p->argv,
+                         .cuda_lib = p->cuda_lib, .cuda_region = p->cuda_region, .cuda_preload = p->cuda_preload};
     if (!(out->argv = gx_sandbox_argv(&s, err))) {
         gx_err e2;
         gx_cgroup_remove(&b->cg, out->cgroup, &e2);

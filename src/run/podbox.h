@@ -52,6 +52,9 @@ typedef struct gx_podbox_pod {
                                          runs as GX_IDENTITY_MPS */
     char *const *argv;                /* the command */
     int64_t now_ms;
+    /* the CUDA shim's host files (run/sandbox.h), all or none: the library, the pod's
+     * region, the preload file */
+    const char *cuda_lib, *cuda_region, *cuda_preload;
 } gx_podbox_pod;
 
 /* What the daemon starts and remembers. */

@@ -171,7 +171,7 @@ static int load_namespace(gx_run_config *r, const char *ns, const json_t *v, uid
 int gx_run_config_load(gx_run_config *r, const json_t *run, const char *dir, uid_t daemon_uid, gx_err *err)
 {
     static const char *known[] = {"sandbox", "uidRange", "cgroupParent", "tmpSize", "pidsLimit", "defaultMemory",
-                                  "deviceDir", "workDir", "namespaces", NULL};
+                                  "deviceDir", "workDir", "namespaces", "cudaShim", NULL};
     if (!json_is_object(run)) return gx_errf(err, 422, "run", "must be a mapping (see docs/security.md)");
     const char *k;
     json_t *v;
@@ -182,7 +182,7 @@ int gx_run_config_load(gx_run_config *r, const json_t *run, const char *dir, uid
         snprintf(f, sizeof f, "run.%.80s", k);
         if (!ok)
             return gx_errf(err, 422, f, "unknown setting (known: sandbox, uidRange, cgroupParent, tmpSize, pidsLimit, "
-                           "defaultMemory, deviceDir, workDir, namespaces)");
+                           "defaultMemory, deviceDir, workDir, namespaces, cudaShim)");
     }
     if ((v = json_object_get(run, "sandbox"))) {
         const char *s = json_string_value(v);
@@ -190,6 +190,13 @@ int gx_run_config_load(gx_run_config *r, const json_t *run, const char *dir, uid
             return gx_errf(err, 422, "run.sandbox", "must be bubblewrap (the default) or none");
         r->sandbox = !strcmp(s, "bubblewrap");
         r->sandbox_explicit_none = !r->sandbox;
+    }
+    if ((v = json_object_get(run, "cudaShim"))) {
+        /* true and false too: a YAML 1.1 habit writes on and off unquoted */
+        const char *s = json_is_true(v) ? "on" : json_is_false(v) ? "off" : json_string_value(v);
+        if (!s || (strcmp(s, "auto") && strcmp(s, "on") && strcmp(s, "off")))
+            return gx_errf(err, 422, "run.cudaShim", "must be auto (the default), on or off");
+        r->cuda_shim = !strcmp(s, "on") ? GX_CUDA_SHIM_ON : !strcmp(s, "off") ? GX_CUDA_SHIM_OFF : GX_CUDA_SHIM_AUTO;
     }
     if ((v = json_object_get(run, "uidRange")) && get_uid_range(v, r, err)) return -1;
     if ((v = json_object_get(run, "cgroupParent"))) {

@@ -10,6 +10,8 @@
  *     defaultMemory: 0             # memory limit of a pod that names none (0 = none)
  *     deviceDir: /dev              # where the nvidia* device nodes are
  *     workDir: ""                  # pods' working folders, default DATA/work
+ *     cudaShim: auto               # libgpuaas-cuda.so in pods on time-sliced and fractional
+ *                                  # GPUs: auto (when built), on (required), off
  *     namespaces:
  *       team-a:
  *         runAsUser: 1001          # a real account instead of one from uidRange
@@ -25,6 +27,11 @@
 #include <jansson.h>
 #include "lib/err.h"
 
+/* run.cudaShim: auto injects the library when it is beside the gpuaas binary (a pod
+ * without it starts, and its view says its limits are not enforced); on refuses to start
+ * such a pod; off never injects it. */
+enum { GX_CUDA_SHIM_AUTO = 0, GX_CUDA_SHIM_ON, GX_CUDA_SHIM_OFF };
+
 typedef struct gx_run_config {
     int sandbox;                     /* 1: bubblewrap (default), 0: none */
     int sandbox_explicit_none;       /* `sandbox: none` was written */
@@ -35,6 +42,7 @@ typedef struct gx_run_config {
     int64_t default_memory;          /* bytes, 0 = none */
     char device_dir[PATH_MAX];
     char work_dir[PATH_MAX];         /* "" = DATA/work */
+    int cuda_shim;                   /* GX_CUDA_SHIM_*: docs/gpu-sharing.md "Limits inside the pod" */
     char bwrap[PATH_MAX];            /* not in gpuaas.yaml: GPUAAS_BWRAP (tests), set by the
                                       * composition root; "" = search PATH */
     int start_delay_ms;              /* not in gpuaas.yaml: GPUAAS_TEST_START_DELAY_MS (tests

@@ -18,6 +18,7 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include "gpu/cuda_region_ops.h"
 #include "lib/alloc.h"
 #include "run/proc.h"
 #include "run/sandbox.h"
@@ -62,6 +63,18 @@ static int is_abs(const char *p)
     return p && p[0] == '/';
 }
 
+/* Would a mount at dst cover the CUDA shim's preload file or its /run/gpuaas (dst is
+ * one of them, or a folder above them)? */
+static int covers_cuda(const char *dst)
+{
+    static const char *const files[] = {"/etc/ld.so.preload", GX_CUDA_LIB_PATH, NULL};
+    size_t n = strlen(dst);
+    while (n > 1 && dst[n - 1] == '/') n--;
+    for (int i = 0; files[i]; i++)
+        if (n == 1 || (!strncmp(files[i], dst, n) && (files[i][n] == '/' || files[i][n] == 0))) return 1;
+    return !strncmp(dst, "/run/gpuaas/", 12);
+}
+
 /* The refusals of sandbox.h, each naming what is wrong. */
 static int check_spec(const gx_sandbox_spec *s, int need_work, gx_err *err)
 {
@@ -75,6 +88,10 @@ static int check_spec(const gx_sandbox_spec *s, int need_work, gx_err *err)
     for (int i = 0; i < 4; i++)
         if (!is_abs(paths[i]))
             return gx_errf(err, 500, "", "%s: \"%s\" is not an absolute path", names[i], paths[i] ? paths[i] : "");
+    int ncuda = !!s->cuda_lib + !!s->cuda_region + !!s->cuda_preload;
+    if (ncuda && (ncuda != 3 || !is_abs(s->cuda_lib) || !is_abs(s->cuda_region) || !is_abs(s->cuda_preload)))
+        return gx_errf(err, 500, "", "the CUDA shim needs the library, the region and the preload file, each an "
+                       "absolute path");
     for (size_t i = 0; s->hide && s->hide[i]; i++)
         if (!is_abs(s->hide[i]))
             return gx_errf(err, 500, "", "hidden folder \"%s\" is not an absolute path", s->hide[i]);
@@ -85,11 +102,15 @@ static int check_spec(const gx_sandbox_spec *s, int need_work, gx_err *err)
                            m->dst ? m->dst : "");
         if ((unsigned)m->kind > GX_MOUNT_DEV)
             return gx_errf(err, 500, "", "mount \"%s\": unknown kind %d", m->src, (int)m->kind);
+        if (ncuda && covers_cuda(m->dst))
+            return gx_errf(err, 422, "", "mountPath %s would cover the CUDA shim's files (/etc/ld.so.preload, "
+                           "/run/gpuaas) on a shared GPU", m->dst);
     }
     return 0;
 }
 
-/* "--perms 0755 --dir A" for every ancestor A of dst below "/", then the bind itself.
+/* "--perms 0755 --dir A" for every ancestor A of dst below "/", then the bind itself (a
+ * tmpfs when src is NULL).
  * bwrap makes the missing parents of a bind destination root's 0700 (inside a hidden
  * folder's tmpfs, or /dev), which the pod's uid could not pass; --dir leaves a directory
  * that already exists as it is. */
@@ -105,34 +126,37 @@ static void push_bind(strvec *a, const char *how, const char *src, const char *d
         anc[i] = '/';
     }
     free(anc);
-    push3(a, how, src, dst);
+    if (src) push3(a, how, src, dst);
+    else push2(a, how, dst);   /* --tmpfs DST */
 }
 
-/* One entry of the root: "name" bound read-only, "name->target" a link made again. */
-static void push_root_entry(strvec *a, const char *e)
+/* One entry of folder `dir` ("" the root): "name" bound read-only, "name->target" a
+ * link made again. */
+static void push_entry(strvec *a, const char *dir, const char *e)
 {
     const char *arrow = strstr(e, "->");
-    char path[300];
-    if (snprintf(path, sizeof path, "/%.*s", arrow ? (int)(arrow - e) : (int)strlen(e), e) >= (int)sizeof path) return;
+    char path[600];
+    int w = snprintf(path, sizeof path, "%s/%.*s", dir, arrow ? (int)(arrow - e) : (int)strlen(e), e);
+    if (w < 0 || (size_t)w >= sizeof path) return;
     if (arrow) push3(a, "--symlink", arrow + 2, path);
     else push3(a, "--ro-bind", path, path);
 }
 
-/* The host's / as root entries (sandbox.h): everything but ".", "..", dev, proc and tmp,
- * which the sandbox makes its own. Read once per pod: cheap, and a folder an admin adds
- * at / (a new mount of shared storage) is seen by the next pod. */
-static void push_host_root(strvec *a)
+/* The entries of host folder `dir` ("" the root) but ".", ".." and the names in skip[]:
+ * folders and files bound read-only, links made again. Read once per pod: cheap, and a
+ * folder an admin adds at / (a new mount of shared storage) is seen by the next pod. */
+static void push_host_dir(strvec *a, const char *dir, const char *const *skip)
 {
-    DIR *dir = opendir("/");
-    if (!dir) { push3(a, "--ro-bind", "/", "/"); return; } /* cannot happen; the old way */
+    DIR *d = opendir(dir[0] ? dir : "/");
+    if (!d) { if (!dir[0]) push3(a, "--ro-bind", "/", "/"); return; } /* cannot happen; the old way */
     struct dirent *de;
-    while ((de = readdir(dir))) {
+    while ((de = readdir(d))) {
         const char *n = de->d_name;
-        if (!strcmp(n, ".") || !strcmp(n, "..") || !strcmp(n, "dev") || !strcmp(n, "proc") || !strcmp(n, "tmp") ||
-            strlen(n) > 255)
-            continue;
-        char path[300], target[4096];
-        snprintf(path, sizeof path, "/%s", n);
+        int skipped = !strcmp(n, ".") || !strcmp(n, "..") || strlen(n) > 255;
+        for (size_t i = 0; skip[i] && !skipped; i++) skipped = !strcmp(n, skip[i]);
+        if (skipped) continue;
+        char path[600], target[4096];
+        snprintf(path, sizeof path, "%s/%s", dir, n);
         struct stat st;
         if (lstat(path, &st) < 0) continue;
         if (S_ISLNK(st.st_mode)) {
@@ -144,17 +168,53 @@ static void push_host_root(strvec *a)
             push3(a, "--ro-bind", path, path);
         }
     }
-    closedir(dir);
+    closedir(d);
+}
+
+/* The root: the host's entries but dev, proc and tmp (the sandbox makes its own), and
+ * with the CUDA shim but etc, which push_etc makes. */
+static void push_root(strvec *a, const gx_sandbox_spec *s)
+{
+    static const char *const skip[] = {"dev", "proc", "tmp", NULL};
+    static const char *const skip_etc[] = {"dev", "proc", "tmp", "etc", NULL};
+    if (!s->root_entries) { push_host_dir(a, "", s->cuda_lib ? skip_etc : skip); return; }
+    for (size_t i = 0; s->root_entries[i]; i++)
+        if (!s->cuda_lib || strncmp(s->root_entries[i], "etc", 3) || (s->root_entries[i][3] && s->root_entries[i][3] != '-'))
+            push_entry(a, "", s->root_entries[i]);
+}
+
+/* The CUDA shim's /etc (sandbox.h): a tmpfs, the host's entries bound back and the
+ * preload file. Before the pod's mounts, so that a volume below /etc still finds its
+ * mount point; check_spec refuses one at /etc itself, which would cover the preload file. */
+static void push_cuda_etc(strvec *a, const gx_sandbox_spec *s)
+{
+    static const char *const skip[] = {"ld.so.preload", NULL};
+    push2(a, "--tmpfs", "/etc");
+    if (s->etc_entries) {
+        for (size_t i = 0; s->etc_entries[i]; i++)
+            if (strcmp(s->etc_entries[i], "ld.so.preload")) push_entry(a, "/etc", s->etc_entries[i]);
+    } else {
+        push_host_dir(a, "/etc", skip);
+    }
+    push3(a, "--ro-bind", s->cuda_preload, "/etc/ld.so.preload");
+}
+
+/* The library and the region in a tmpfs at /run/gpuaas, after the pod's mounts; then
+ * both tmpfs read-only. */
+static void push_cuda_run(strvec *a, const gx_sandbox_spec *s)
+{
+    push_bind(a, "--tmpfs", NULL, "/run/gpuaas");
+    push3(a, "--ro-bind", s->cuda_lib, GX_CUDA_LIB_PATH);
+    push3(a, "--bind", s->cuda_region, GX_CUDA_REGION_PATH);
+    push2(a, "--remount-ro", "/run/gpuaas");
+    push2(a, "--remount-ro", "/etc");
 }
 
 /* The file system, in sandbox.h's order. /tmp and /dev/shm get mode 1777: bwrap makes a
  * tmpfs root's 0755, which the pod's uid could not write. */
 static void push_mounts(strvec *a, const gx_sandbox_spec *s, int bind_work)
 {
-    if (s->root_entries)
-        for (size_t i = 0; s->root_entries[i]; i++) push_root_entry(a, s->root_entries[i]);
-    else
-        push_host_root(a);
+    push_root(a, s);
     push2(a, "--dev", "/dev");
     push2(a, "--perms", "1777");
     push(a, "--size");
@@ -167,12 +227,14 @@ static void push_mounts(strvec *a, const gx_sandbox_spec *s, int bind_work)
     push2(a, "--tmpfs", "/tmp");
     for (size_t i = 0; s->hide && s->hide[i]; i++) push2(a, "--tmpfs", s->hide[i]);
     if (bind_work) push_bind(a, "--bind", s->work_dir, s->work_dir);
+    if (s->cuda_lib) push_cuda_etc(a, s);
     static const char *const kind[] = {[GX_MOUNT_RO] = "--ro-bind", [GX_MOUNT_RW] = "--bind",
                                        [GX_MOUNT_DEV] = "--dev-bind"};
     for (size_t i = 0; i < s->nmounts; i++) {
         const gx_sandbox_mount *m = &s->mounts[i];
         push_bind(a, kind[m->kind], m->src, m->dst);
     }
+    if (s->cuda_lib) push_cuda_run(a, s);
     /* the shim runs inside at its own path: bound there, it is found even where the host's
      * copy is out of the pod's sight (gpuaas built under /tmp, or inside a hidden folder) */
     push_bind(a, "--ro-bind", s->shim, s->shim);

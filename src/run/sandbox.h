@@ -18,7 +18,17 @@
  *   --perms 1777 --size N --tmpfs /tmp   a private /tmp of at most N bytes the pod can write
  *   --tmpfs H  (each hide[])      empty over the data directory and other private places
  *   --bind W W                    its own working folder, read-write, at the same path
- *   mounts[]                      device nodes (--dev-bind), hostPath volumes, MPS pipes
+ *   the CUDA shim's /etc, when cuda_lib is set (docs/gpu-sharing.md "How a pod gets the
+ *     library"): --tmpfs /etc, each host entry of /etc but ld.so.preload bound back
+ *     read-only (links made again), cuda_preload --ro-bind at /etc/ld.so.preload. The
+ *     host's /etc is a read-only bind in which bwrap could not make the file it binds over
+ *   mounts[]                      device nodes (--dev-bind), hostPath volumes, MPS pipes;
+ *                                 with the shim, none may be at or above /etc/ld.so.preload
+ *                                 or /run/gpuaas (it would cover them: refused, 422)
+ *   the CUDA shim's files: --tmpfs /run/gpuaas, the library --ro-bind at GX_CUDA_LIB_PATH,
+ *     the pod's region --bind at GX_CUDA_REGION_PATH, --remount-ro /run/gpuaas and /etc:
+ *     both tmpfs are root's 0755, so the pod can neither replace the preload file nor add
+ *     one. /run/gpuaas must exist on the host when /run does (the caller makes it)
  *   --ro-bind SHIM SHIM           the shim, at its own path, wherever it is on the host
  *   --remount-ro /                the root tmpfs, read-only
  *       each bind preceded by "--perms 0755 --dir A" for every ancestor A of its
@@ -66,6 +76,11 @@ typedef struct gx_sandbox_spec {
     /* The host's root as entries: "usr" (bound read-only) or "bin->usr/bin" (a link made
      * again), NULL-terminated; NULL reads the host's / (tests give a fixed list). */
     const char *const *root_entries;
+    /* The CUDA shim (above), all three or none: host paths of the library, the pod's
+     * region file and the preload file naming GX_CUDA_LIB_PATH. */
+    const char *cuda_lib, *cuda_region, *cuda_preload;
+    /* The host's /etc as entries, like root_entries (tests); NULL reads the host's. */
+    const char *const *etc_entries;
 } gx_sandbox_spec;
 
 /* The full argv (argv[0] is bwrap's path), NULL-terminated, every string malloc'd: free

@@ -68,7 +68,7 @@ static int h_commit(void *ud, gx_run *r)
 static gx_exec *exec_new(void)
 {
     gx_exec_config c = {loop, NULL, 0, logs, runs, NULL,
-                        {NULL, h_admission, h_slot_devices, h_ended, h_reschedule, h_persist, h_wake, h_commit}, 0};
+                        {NULL, h_admission, h_slot_devices, h_ended, h_reschedule, h_persist, h_wake, h_commit}, 0, 0};
     return gx_exec_new(&c);
 }
 
