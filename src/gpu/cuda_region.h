@@ -6,16 +6,17 @@
  * cache that outlives it: HAMi-core's stale /tmp/cudevshr.cache is the failure this
  * avoids), writes the limits, and binds it into the pod's sandbox at GX_CUDA_REGION_PATH
  * before the pod's first process starts. Every process of the pod that loads the shim
- * maps it MAP_SHARED and accounts its allocations in it; the daemon maps it read-only
- * to show the pod's real use (portal, /metrics).
+ * maps it MAP_SHARED and accounts its allocations in it; the daemon reads it with pread,
+ * never a mapping (the pod could shrink the file, and a mapping read past its end would
+ * SIGBUS the daemon), to show the pod's real use (portal, /metrics).
  *
  * Ownership of a slot is an open-file-description lock (F_OFD_SETLK, write) on one byte,
  * GX_CUDA_REGION_LOCK_BASE + slot index, of the region file, taken on a descriptor the
  * process opened itself (a forked child opens its own and takes a new slot). The kernel
  * drops the lock when the process dies however it dies, so a slot whose byte can be
  * locked by someone else while slot.used is non-zero belongs to a dead process: whoever
- * finds it (a shim in any process, or the daemon) subtracts its use from the totals and
- * frees it. This works across PID namespaces, where PIDs would not.
+ * finds it (a shim in any process) subtracts its use from the totals and frees it; the
+ * daemon, which never writes the region once the pod runs, leaves it out of what it shows. This works across PID namespaces, where PIDs would not.
  *
  * Owns: the layout (this header only: no code, no includes beyond <stdint.h>, so the
  * shim, built alone against libc, can share it).
