@@ -155,7 +155,20 @@ static int add_query(char *q, size_t n, const char *key, const char *val)
     return (size_t)snprintf(q + l, n - l, "%c%s=%s", strchr(q, '?') ? '&' : '?', key, esc) >= n - l ? -1 : 0;
 }
 
-static void ls_row(gx_cli_table *t, const json_t *w, int wide, int64_t now)
+/* cells (n of them) with the CLUSTER cell put after NAME when the list holds fleet
+ * requests (docs/fleet.md); a list without them keeps its columns. */
+static void add_row(gx_cli_table *t, const char *const *cells, size_t n, int fleet, const char *cluster)
+{
+    const char *row[16];
+    size_t k = 0;
+    for (size_t i = 0; i < n && k < 16; i++) {
+        row[k++] = cells[i];
+        if (i == 1 && fleet) row[k++] = cluster ? cluster : "-";
+    }
+    gx_cli_table_add(t, row);
+}
+
+static void ls_row(gx_cli_table *t, const json_t *w, int wide, int fleet, int64_t now)
 {
     char prio[32], age[32], gpus[128], pos[32], reason[1024];
     const char *phase = gx_cli_jstr_or(w, "phase", gx_cli_jstr(w, "state"));
@@ -174,10 +187,10 @@ static void ls_row(gx_cli_table *t, const json_t *w, int wide, int64_t now)
         why ? reason : NULL,
     };
     if (wide) {
-        gx_cli_table_add(t, cells);
+        add_row(t, cells, 11, fleet, gx_cli_jstr(w, "cluster"));
     } else {
         const char *narrow[] = {cells[0], cells[1], cells[2], cells[4], cells[6], cells[7], cells[8], cells[9], cells[10]};
-        gx_cli_table_add(t, narrow);
+        add_row(t, narrow, 9, fleet, gx_cli_jstr(w, "cluster"));
     }
 }
 
@@ -187,11 +200,19 @@ int gx_cli_print_workloads(gx_cli_ctx *c, const json_t *items)
     static const char *const hw[] = {"NAMESPACE", "NAME", "QUEUE", "CLUSTERQUEUE", "PRIORITY", "PRIORITYCLASS",
                                      "STATE", "AGE", "GPUS", "POSITION", "REASON"};
     static const char *const hn[] = {"NAMESPACE", "NAME", "QUEUE", "PRIORITY", "STATE", "AGE", "GPUS", "POSITION", "REASON"};
-    gx_cli_table *t = wide ? gx_cli_table_new(11, hw) : gx_cli_table_new(9, hn);
-    if (!t) { fputs("error: out of memory\n", stderr); return 1; }
     size_t i;
     const json_t *w;
-    json_array_foreach(items, i, w) ls_row(t, w, wide, gx_cli_now(c));
+    int fleet = 0;
+    json_array_foreach(items, i, w) fleet |= gx_cli_jstr(w, "cluster") != NULL;
+    const char *h[12];
+    size_t nh = 0, nsrc = wide ? 11 : 9;
+    for (size_t k = 0; k < nsrc; k++) {
+        h[nh++] = wide ? hw[k] : hn[k];
+        if (k == 1 && fleet) h[nh++] = "CLUSTER";
+    }
+    gx_cli_table *t = gx_cli_table_new((int)nh, h);
+    if (!t) { fputs("error: out of memory\n", stderr); return 1; }
+    json_array_foreach(items, i, w) ls_row(t, w, wide, fleet, gx_cli_now(c));
     gx_cli_table_print(t, stdout, 0);
     gx_cli_table_free(t);
     return 0;
