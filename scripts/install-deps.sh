@@ -15,6 +15,7 @@ PKGS=(
   sqlite3 nginx-light wrk     # gateway: tests read usage records; bench/gateway.sh's reference proxy and load tool
   prometheus                  # promtool: tests/integration/metrics_lint.sh lints /metrics (docs/operations.md)
   python3-yaml                # scripts/gen-kueue-schema.py (kueue_strict.sh checks the committed table against it)
+  git                         # tests/integration/fleet_gitops.sh checks the fleet's bare remotes with the git CLI
 )
 
 missing=()

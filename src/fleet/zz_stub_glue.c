@@ -37,7 +37,7 @@ int gx_fleet_parse(const json_t *doc, gx_fleet *out, gx_err *err)
         const json_t *c = json_array_get(cl, i), *cg = json_object_get(c, "git");
         gx_fleet_cluster *x = &out->clusters[i];
         x->name = dupn(json_object_get(c, "name"), "c");
-        x->labels = json_deep_copy(json_object_get(c, "labels") ?: json_object());
+        x->labels = json_object_get(c, "labels") ? json_deep_copy(json_object_get(c, "labels")) : json_object();
         x->git.repo = dupn(json_object_get(cg, "repo") ?: json_object_get(g, "repo"), "");
         x->git.branch = dupn(json_object_get(cg, "branch") ?: json_object_get(g, "branch"), "main");
         char f[300];
