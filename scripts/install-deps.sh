@@ -15,7 +15,7 @@ PKGS=(
   sqlite3 nginx-light wrk     # gateway: tests read usage records; bench/gateway.sh's reference proxy and load tool
   prometheus                  # promtool: tests/integration/metrics_lint.sh lints /metrics (docs/operations.md)
   python3-yaml                # scripts/gen-kueue-schema.py (kueue_strict.sh checks the committed table against it)
-  libgit2-dev git             # fleet: the publisher commits and pushes with libgit2; its tests inspect with git (and git daemon)
+  libgit2-dev git             # fleet: the publisher commits and pushes with libgit2; its tests and fleet_gitops.sh inspect with git (and git daemon)
   openssl                     # tests/unit/test_fleet_watch.c makes its TLS certificates (fake_kube.py: python3 stdlib)
 )
 

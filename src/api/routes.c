@@ -161,6 +161,12 @@ static void submit(route_ctx *c)
         }
         json_t *md = json_object_get(doc, "metadata");
         if (!json_is_object(md)) { gx_errf(&e, 422, "metadata", "missing metadata with a name"); break; }
+        /* ?cluster=NAME (gpuaas submit --cluster): every document goes to that cluster of the Fleet */
+        const char *target = gx_req_query(c->req, "cluster");
+        if (target) {
+            if (!json_is_object(json_object_get(md, "annotations"))) json_object_set_new(md, "annotations", json_object());
+            json_object_set_new(json_object_get(md, "annotations"), "gpuaas.dev/cluster", json_string(target));
+        }
         if (!json_is_string(json_object_get(md, "namespace"))) {
             const char *def = c->user->admin || !json_array_size(c->user->namespaces)
                                   ? "default" : json_string_value(json_array_get(c->user->namespaces, 0));
@@ -171,6 +177,11 @@ static void submit(route_ctx *c)
             gx_errf(&e, 403, "metadata.namespace", "user %s may not submit to namespace %s", c->user->name, ns);
             break;
         }
+        /* a request for a cluster of the Fleet is committed to git as its user (ops/fleet.c):
+         * who that is comes from the token, never from what the document says */
+        json_t *ann = json_object_get(md, "annotations");
+        if (json_is_object(ann) && json_object_get(ann, "gpuaas.dev/cluster"))
+            json_object_set_new(ann, "gpuaas.dev/requested-by", json_string(c->user->name));
     }
     /* all or nothing, in one transaction */
     json_t **views = NULL;
@@ -565,6 +576,11 @@ int gx_api_route(void *ud, gx_req *req, gx_resp *resp)
     if (!strcmp(what, "gpus") && c.nseg <= 5) { gpus(&c); return 1; }
     if (!strcmp(what, "users") && c.nseg <= 4) { users(&c); return 1; }
     if (!strcmp(what, "templates") && c.nseg == 3) { templates(&c); return 1; }
+    if (!strcmp(what, "clusters") && c.nseg == 3) {   /* the Fleet's clusters (docs/fleet.md) */
+        if (!is(&c, "GET")) method_not_allowed(&c, "GET");
+        else items(&c, gx_d_clusters(c.d, c.user));
+        return 1;
+    }
     for (int i = 0; i < a->nmounts; i++)
         if (!strcmp(what, a->mounts[i].name)) {
             a->mounts[i].fn(a->mounts[i].ud, c.user, req, resp, c.seg, c.nseg);

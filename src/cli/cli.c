@@ -30,6 +30,12 @@ static const gx_opt files_opts[] = {
     {"filename", 'f', "FILE", "manifest file (YAML or JSON, one or more documents); - reads stdin; repeat for more files"},
     {0},
 };
+
+static const gx_opt submit_opts[] = {
+    {"filename", 'f', "FILE", "manifest file (YAML or JSON, one or more documents); - reads stdin; repeat for more files"},
+    {"cluster", 0, "NAME", "send the Jobs to cluster NAME of the Fleet (gpuaas clusters) instead of running them here"},
+    {0},
+};
 static const gx_opt ls_opts[] = {
     {"namespace", 'n', "NS", "only workloads of namespace NS (default: $GPUAAS_NAMESPACE, else all you can see)"},
     {"all-namespaces", 'A', NULL, "every namespace you can see (ignores $GPUAAS_NAMESPACE)"},
@@ -115,10 +121,14 @@ static const gx_cli_cmd commands[] = {
      "on its own, in order. Admin only. A file may be at most 4 MiB.\n",
      "gpuaas apply -f examples/demo/queues.yaml\ncat flavors.yaml | gpuaas apply -f -\n",
      files_opts, 1, 0, 0, gx_cli_run_apply},
-    {"submit", "-f FILE [-f FILE...]", "submit batch/v1 Jobs or Kueue Workloads to their queues",
+    {"submit", "-f FILE [-f FILE...] [--cluster NAME]", "submit batch/v1 Jobs or Kueue Workloads to their queues",
      "Sends the documents to POST /api/v1/workloads and prints where each one stands.\n"
-     "The LocalQueue is the Job's kueue.x-k8s.io/queue-name label. Files as for apply.\n",
-     "gpuaas submit -f examples/demo/job.yaml\n", files_opts, 1, 0, 0, gx_cli_run_submit},
+     "The LocalQueue is the Job's kueue.x-k8s.io/queue-name label. Files as for apply.\n"
+     "With --cluster, Jobs go to that cluster of the Fleet: committed to its git folder (docs/fleet.md).\n",
+     "gpuaas submit -f examples/demo/job.yaml\ngpuaas submit -f job.yaml --cluster gpu-b\n", submit_opts, 1, 0, 0,
+     gx_cli_run_submit},
+    {"clusters", "", "list the Fleet's clusters you may send work to, with their requests and status read-back",
+     NULL, "gpuaas clusters\ngpuaas clusters -o json\n", no_opts, 1, 0, 0, gx_cli_run_clusters},
     {"ls", "[-n NS | -A] [--state S] [--queue Q]", "list workloads with their state, queue position and why they wait",
      "Columns: NAMESPACE NAME QUEUE PRIORITY STATE AGE GPUS POSITION REASON. STATE is the\n"
      "phase (Running, Succeeded, ...); REASON says why a pending workload waits.\n"

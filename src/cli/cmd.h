@@ -49,6 +49,7 @@ int gx_cli_print_json(const gx_cli_ctx *c, const json_t *v);
  * exit status: 0 done, 1 an error was reported, 2 a usage mistake was reported. */
 int gx_cli_run_apply(gx_cli_ctx *c);
 int gx_cli_run_submit(gx_cli_ctx *c);
+int gx_cli_run_clusters(gx_cli_ctx *c);   /* cmd_work.c: GET /api/v1/clusters (docs/fleet.md) */
 int gx_cli_run_ls(gx_cli_ctx *c);
 int gx_cli_run_show(gx_cli_ctx *c);
 int gx_cli_run_logs(gx_cli_ctx *c);

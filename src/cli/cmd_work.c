@@ -97,6 +97,10 @@ static void where_line(const json_t *w, const char *verb)
     const char *phase = gx_cli_jstr_or(w, "phase", gx_cli_jstr_or(w, "state", "unknown"));
     const char *cq = gx_cli_jstr(w, "clusterQueue");
     printf("workload %s %s: %s", k, verb, phase);
+    if (gx_cli_jstr(w, "cluster")) {   /* a fleet request: where it goes and how far it got */
+        printf(" on cluster %s (%s)\n", gx_cli_jstr(w, "cluster"), gx_cli_jstr_or(w, "message", ""));
+        return;
+    }
     const char *msg = gx_cli_jstr(w, "message");
     if (!strcmp(verb, "cancelled") && msg && *msg)
         printf(" (%s)", msg);
@@ -112,7 +116,11 @@ static void where_line(const json_t *w, const char *verb)
 int gx_cli_run_submit(gx_cli_ctx *c)
 {
     json_t *answers;
-    int rc = gx_cli_send_files(c, "/api/v1/workloads", &answers);
+    char path[400] = "/api/v1/workloads", esc[300];
+    const char *cluster = gx_opt_get(&c->args, "cluster");
+    if (cluster && !gx_cli_pct(cluster, esc, sizeof esc)) return gx_cli_usage_error(c, "--cluster: name too long");
+    if (cluster) snprintf(path, sizeof path, "/api/v1/workloads?cluster=%s", esc);
+    int rc = gx_cli_send_files(c, path, &answers);
     if (rc) return rc;
     if (c->out == GX_CLI_OUT_JSON || c->out == GX_CLI_OUT_YAML) {
         rc = gx_cli_print_items(c, answers);
@@ -147,7 +155,20 @@ static int add_query(char *q, size_t n, const char *key, const char *val)
     return (size_t)snprintf(q + l, n - l, "%c%s=%s", strchr(q, '?') ? '&' : '?', key, esc) >= n - l ? -1 : 0;
 }
 
-static void ls_row(gx_cli_table *t, const json_t *w, int wide, int64_t now)
+/* cells (n of them) with the CLUSTER cell put after NAME when the list holds fleet
+ * requests (docs/fleet.md); a list without them keeps its columns. */
+static void add_row(gx_cli_table *t, const char *const *cells, size_t n, int fleet, const char *cluster)
+{
+    const char *row[16];
+    size_t k = 0;
+    for (size_t i = 0; i < n && k < 16; i++) {
+        row[k++] = cells[i];
+        if (i == 1 && fleet) row[k++] = cluster ? cluster : "-";
+    }
+    gx_cli_table_add(t, row);
+}
+
+static void ls_row(gx_cli_table *t, const json_t *w, int wide, int fleet, int64_t now)
 {
     char prio[32], age[32], gpus[128], pos[32], reason[1024];
     const char *phase = gx_cli_jstr_or(w, "phase", gx_cli_jstr(w, "state"));
@@ -166,10 +187,10 @@ static void ls_row(gx_cli_table *t, const json_t *w, int wide, int64_t now)
         why ? reason : NULL,
     };
     if (wide) {
-        gx_cli_table_add(t, cells);
+        add_row(t, cells, 11, fleet, gx_cli_jstr(w, "cluster"));
     } else {
         const char *narrow[] = {cells[0], cells[1], cells[2], cells[4], cells[6], cells[7], cells[8], cells[9], cells[10]};
-        gx_cli_table_add(t, narrow);
+        add_row(t, narrow, 9, fleet, gx_cli_jstr(w, "cluster"));
     }
 }
 
@@ -179,11 +200,19 @@ int gx_cli_print_workloads(gx_cli_ctx *c, const json_t *items)
     static const char *const hw[] = {"NAMESPACE", "NAME", "QUEUE", "CLUSTERQUEUE", "PRIORITY", "PRIORITYCLASS",
                                      "STATE", "AGE", "GPUS", "POSITION", "REASON"};
     static const char *const hn[] = {"NAMESPACE", "NAME", "QUEUE", "PRIORITY", "STATE", "AGE", "GPUS", "POSITION", "REASON"};
-    gx_cli_table *t = wide ? gx_cli_table_new(11, hw) : gx_cli_table_new(9, hn);
-    if (!t) { fputs("error: out of memory\n", stderr); return 1; }
     size_t i;
     const json_t *w;
-    json_array_foreach(items, i, w) ls_row(t, w, wide, gx_cli_now(c));
+    int fleet = 0;
+    json_array_foreach(items, i, w) fleet |= gx_cli_jstr(w, "cluster") != NULL;
+    const char *h[12];
+    size_t nh = 0, nsrc = wide ? 11 : 9;
+    for (size_t k = 0; k < nsrc; k++) {
+        h[nh++] = wide ? hw[k] : hn[k];
+        if (k == 1 && fleet) h[nh++] = "CLUSTER";
+    }
+    gx_cli_table *t = gx_cli_table_new((int)nh, h);
+    if (!t) { fputs("error: out of memory\n", stderr); return 1; }
+    json_array_foreach(items, i, w) ls_row(t, w, wide, fleet, gx_cli_now(c));
     gx_cli_table_print(t, stdout, 0);
     gx_cli_table_free(t);
     return 0;
@@ -317,5 +346,43 @@ int gx_cli_run_cancel(gx_cli_ctx *c)
     }
     if (!rc && (int)json_array_size(done) < c->args.npos) rc = 1;
     json_decref(done);
+    return rc;
+}
+
+/* ---- clusters (fleet mode) --------------------------------------------------- */
+
+int gx_cli_run_clusters(gx_cli_ctx *c)
+{
+    json_t *r = gx_cli_get(&c->http, "/api/v1/clusters");
+    if (!r) return 1;
+    int rc = 0;
+    if (c->out == GX_CLI_OUT_JSON || c->out == GX_CLI_OUT_YAML) {
+        json_t *one = json_array();
+        json_array_append(one, r);
+        rc = gx_cli_print_items(c, one);
+        json_decref(one);
+    } else {
+        printf("%-20s %-30s %8s %10s %9s %8s  %s\n", "NAME", "NAMESPACES", "PENDING", "PUBLISHED", "REMOVING",
+               "REMOVED", "READ-BACK");
+        size_t i, k;
+        json_t *cl, *ns;
+        json_array_foreach(json_object_get(r, "items"), i, cl) {
+            char nss[256] = "";
+            size_t at = 0;
+            json_array_foreach(json_object_get(cl, "namespaces"), k, ns) {
+                int w = snprintf(nss + at, sizeof nss - at, "%s%s", k ? "," : "", json_string_value(ns) ?: "");
+                if (w < 0 || (size_t)w >= sizeof nss - at) break;
+                at += (size_t)w;
+            }
+            const json_t *req = json_object_get(cl, "requests"), *rb = json_object_get(cl, "readBack");
+            printf("%-20s %-30s %8lld %10lld %9lld %8lld  %s\n", gx_cli_jstr_or(cl, "name", "?"), nss,
+                   (long long)json_integer_value(json_object_get(req, "Pending")),
+                   (long long)json_integer_value(json_object_get(req, "Published")),
+                   (long long)json_integer_value(json_object_get(req, "Removing")),
+                   (long long)json_integer_value(json_object_get(req, "Removed")),
+                   !json_is_object(rb) ? "none" : json_is_true(json_object_get(rb, "connected")) ? "connected" : "disconnected");
+        }
+    }
+    json_decref(r);
     return rc;
 }

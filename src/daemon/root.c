@@ -100,6 +100,9 @@ int gx_root_front_doors(gx_root *r, gx_err *err)
     gx_d_register_engine_kinds(d);
     if (register_kinds(d, k, gx_maas_kinds(r->maas, k), err)) return -1;
     if (register_kinds(d, k, gx_portal_kinds(r->portal, k), err)) return -1;
+    /* fleet mode (docs/fleet.md): the Fleet kind; GPUAAS_FLEET_RETAIN_MS shortens how long
+     * a finished request stays in git, for tests (docs/development.md) */
+    gx_d_fleet_register(d, env_ms("GPUAAS_FLEET_RETAIN_MS"));
     gx_hooks h = gx_maas_hooks(r->maas);
     gx_d_register_hooks(d, &h);
     h = gx_portal_hooks(r->portal);

@@ -48,6 +48,7 @@ typedef struct gx_daemon {
     gx_podbox *box;        /* the pod sandbox (run/podbox.h); its cgroups also in none mode */
     struct gx_gpu_rt *gpu; /* the GPU layer (gpu/runtime.h), owned; NULL until serve opens it */
     gx_exec *exec;         /* the workloads' runs and their processes (run/executor.h) */
+    struct gx_d_fleet *fleet;  /* fleet mode (ops/fleet.c): the Fleet and its requests; NULL until registered */
 } gx_daemon;
 
 /* workloads.c */
@@ -71,6 +72,27 @@ void gx_d_register_engine_kinds(gx_daemon *d);
 int gx_d_register_kind(gx_daemon *d, const gx_kind *k);
 int gx_d_register_hooks(gx_daemon *d, const gx_hooks *h);
 int gx_d_load_objects(gx_daemon *d, gx_err *err);
+
+/* fleet.c, fleet_view.c: requests for a cluster of the Fleet (docs/fleet.md). A finished
+ * request's file stays in git this long by default (docs/fleet.md, "Expiry"). */
+#define GX_FLEET_RETAIN_MS (60 * 60 * 1000)
+/* Register the Fleet kind and the fleet's /metrics lines (retain_ms 0: the default). */
+void gx_d_fleet_register(gx_daemon *d, int64_t retain_ms);
+/* Read the stored requests back (gx_d_recover); the unpublished are tried again at once. */
+int gx_d_fleet_recover(gx_daemon *d, gx_err *err);
+/* Hand due changes to the publisher and expire finished requests; ms to sleep, -1 none. */
+int64_t gx_d_fleet_tick(gx_daemon *d);
+void gx_d_fleet_free(gx_daemon *d);
+/* What workloads.c routes to the fleet: a Job with the gpuaas.dev/cluster annotation,
+ * and every operation on a key that is a fleet request. */
+int gx_d_fleet_has(const gx_daemon *d, const char *key);
+int gx_d_fleet_submit(gx_daemon *d, const json_t *manifest, json_t **view, gx_err *err);
+void gx_d_fleet_unsubmit(gx_daemon *d, const char *key);
+int gx_d_fleet_cancel(gx_daemon *d, const char *key, const char *who, gx_err *err);
+int gx_d_fleet_delete(gx_daemon *d, const char *key, gx_err *err);
+json_t *gx_d_fleet_view(gx_daemon *d, const char *key);
+/* Append the requests f matches to arr, then sort arr by namespace and name. */
+void gx_d_fleet_list(gx_daemon *d, const gx_wl_filter *f, json_t *arr);
 
 
 #endif

@@ -72,6 +72,13 @@ int gx_d_ready(const gx_daemon *d);
 int gx_d_gpus(gx_daemon *d, const char *method, const char *const *segs, int n, const char *body, size_t body_len,
               int admin, const char *window, json_t **out, gx_err *err);
 
+/* ---- fleet (ops/fleet_view.c, docs/fleet.md) -------------------------------------------- */
+
+/* The Fleet's clusters u may target (those offering one of u's namespaces; all for an
+ * admin or u NULL): [{name, labels, namespaces, clusterQueues, workers?, manager?,
+ * readBack, requests: {Pending, Published, Removing, Removed}}]; [] without a Fleet. */
+json_t *gx_d_clusters(gx_daemon *d, const gx_user *u);
+
 /* ---- users (ops/users.c) ----------------------------------------------------------- */
 
 /* Delete a user: their tokens, the gateway keys and the portal sessions go with them. */

@@ -13,6 +13,7 @@
 #include "lib/gxtime.h"
 #include "ops/daemon.h"
 #include "ops/wlname.h"
+#include "fleet/fleet.h"
 #include "run/executor.h"
 
 void gx_d_log_path(const gx_daemon *d, const char *key, int index, char *out, size_t n)
@@ -239,6 +240,8 @@ int64_t gx_d_tick(gx_daemon *d)
         int64_t t = d->unrecorded_retry_at > now ? d->unrecorded_retry_at - now : 0;
         if (sleep < 0 || t < sleep) sleep = t;
     }
+    int64_t fl = gx_d_fleet_tick(d);   /* fleet requests: publish, retry, expire */
+    if (fl >= 0 && (sleep < 0 || fl < sleep)) sleep = fl;
     return sleep;
 }
 
@@ -247,6 +250,9 @@ int64_t gx_d_tick(gx_daemon *d)
 int gx_d_submit(gx_daemon *d, const json_t *manifest, const char *unused, json_t **view, gx_err *err)
 {
     (void)unused;
+    /* a Job for a cluster of the Fleet is published there, not run here (ops/fleet.c) */
+    if (json_object_get(json_object_get(json_object_get(manifest, "metadata"), "annotations"), GX_FLEET_CLUSTER_ANNOTATION))
+        return gx_d_fleet_submit(d, manifest, view, err);
     int64_t now = gx_loop_now(d->loop);
     if (gx_exec_count(d->exec) >= d->cfg.max_workloads)
         return gx_errf(err, 422, "", "the server holds %zu workloads, its limit (limits.maxWorkloads); "
@@ -259,7 +265,7 @@ int gx_d_submit(gx_daemon *d, const json_t *manifest, const char *unused, json_t
         gx_run_free(w);
         return -1;
     }
-    if (wl_get(d, w->key)) {
+    if (wl_get(d, w->key) || gx_d_fleet_has(d, w->key)) {
         gx_errf(err, 409, "metadata.name", "workload %s already exists", w->key);
         gx_run_free(w);
         return -1;
@@ -284,6 +290,7 @@ int gx_d_submit(gx_daemon *d, const json_t *manifest, const char *unused, json_t
 
 int gx_d_cancel(gx_daemon *d, const char *key, const char *who, gx_err *err)
 {
+    if (gx_d_fleet_has(d, key)) return gx_d_fleet_cancel(d, key, who, err);
     gx_run *w = wl_get(d, key);
     if (!w) return gx_errf(err, 404, "", "no workload %s", key);
     char msg[256];
@@ -299,6 +306,7 @@ int gx_d_cancel(gx_daemon *d, const char *key, const char *who, gx_err *err)
 
 int gx_d_delete(gx_daemon *d, const char *key, gx_err *err)
 {
+    if (gx_d_fleet_has(d, key)) return gx_d_fleet_delete(d, key, err);
     gx_run *w = wl_get(d, key);
     if (!w) return gx_errf(err, 404, "", "no workload %s", key);
     if (gx_run_alive(w, 0)) return gx_errf(err, 409, "", "workload %s still has processes; cancel it and wait", key);
@@ -452,6 +460,7 @@ json_t *gx_d_view(gx_daemon *d, const char *key)
 {
     json_t *v = gx_engine_workload(d->eng, key, gx_loop_now(d->loop));
     if (v) add_phase(d, v);
+    else v = gx_d_fleet_view(d, key);
     return v;
 }
 
@@ -461,6 +470,7 @@ json_t *gx_d_list(gx_daemon *d, const gx_wl_filter *f)
     size_t i;
     json_t *v;
     json_array_foreach(arr, i, v) add_phase(d, v);
+    gx_d_fleet_list(d, f, arr);
     return arr;
 }
 
@@ -490,6 +500,7 @@ int gx_d_recover(gx_daemon *d, gx_err *err)
         gx_exec_add(d->exec, w);
     }
     json_decref(rows);
+    if (gx_d_fleet_recover(d, err)) return -1;
     if (gx_store_begin(d->store, err)) return -1;
     size_t pos = 0;
     for (gx_run *w; (w = gx_exec_next(d->exec, &pos));) {
@@ -507,10 +518,12 @@ void gx_d_free_all(gx_daemon *d)
     d->exec = NULL;
     json_decref(d->unrecorded);
     d->unrecorded = NULL;
+    gx_d_fleet_free(d);
 }
 
 void gx_d_unsubmit(gx_daemon *d, const char *key)
 {
+    gx_d_fleet_unsubmit(d, key);
     gx_run *w = wl_get(d, key);
     if (!w) return;
     gx_err e;

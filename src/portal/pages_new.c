@@ -183,6 +183,27 @@ static void field(gx_portal_ctx *c, gx_sbuf *b, const json_t *p, const json_t *f
     gx_sbuf_puts(b, "</div>");
 }
 
+/* Fleet mode (docs/fleet.md): where a Job goes, this server or a cluster of the Fleet the
+ * user may use; nothing is drawn without a Fleet. The choice travels as _cluster. */
+static void cluster_choice(gx_portal_ctx *c, gx_sbuf *b, const char *cur)
+{
+    json_t *cl = gx_d_clusters(c->d, c->user);
+    if (json_array_size(cl)) {
+        gx_sbuf_puts(b, "<fieldset><legend>Where</legend><div class=\"field\"><label for=\"f-_cluster\">Cluster</label>"
+                        "<select id=\"f-_cluster\" name=\"_cluster\" aria-describedby=\"h-_cluster\">"
+                        "<option value=\"\">This server</option>");
+        size_t i;
+        const json_t *x;
+        json_array_foreach(cl, i, x) {
+            const char *n = json_string_value(json_object_get(x, "name"));
+            gx_portal_putf(b, "<option value=\"%H\"%s>%H</option>", n, cur && !strcmp(cur, n) ? " selected" : "", n);
+        }
+        gx_sbuf_puts(b, "</select><p class=\"help\" id=\"h-_cluster\">A cluster of the fleet gets the Job through git: "
+                        "it is published to the cluster's folder, and its queue there decides when it runs.</p></div></fieldset>");
+    }
+    json_decref(cl);
+}
+
 static void form_page(gx_portal_ctx *c, const json_t *t, const json_t *form, const gx_err *err)
 {
     gx_sbuf b;
@@ -209,6 +230,7 @@ static void form_page(gx_portal_ctx *c, const json_t *t, const json_t *form, con
     }
     if (page) gx_sbuf_puts(&b, "</fieldset>");
     json_decref(params);
+    cluster_choice(c, &b, form ? gx_portal_form_get(form, "_cluster") : NULL);
     gx_sbuf_puts(&b, "<div class=\"actions\"><button type=\"submit\" name=\"action\" value=\"review\" class=\"primary\">Review</button>"
                       " <a href=\"/ui/new\">Back to the catalog</a></div></form>");
     gx_portal_page_end(c, &b, err ? 422 : 200);
@@ -248,6 +270,9 @@ static void review_page(gx_portal_ctx *c, const json_t *t, const json_t *values,
         gx_portal_putf(&b, "<dt>%H</dt><dd>%H</dd>", json_string_value(json_object_get(s, "title")) ?: pn,
                        !strcmp(json_string_value(json_object_get(s, "ui:widget")) ?: "", "password") ? "••••••" : v);
     }
+    const char *cluster = json_string_value(json_object_get(json_object_get(json_object_get(m, "metadata"), "annotations"),
+                                                            "gpuaas.dev/cluster"));
+    if (cluster) gx_portal_putf(&b, "<dt>Cluster</dt><dd>%H (published to its git folder)</dd>", cluster);
     gx_sbuf_puts(&b, "</dl>");
     char *yaml = gx_yaml_emit(m);
     gx_portal_putf(&b, "<details open><summary>The %H that will be submitted</summary><pre class=\"manifest\">%H</pre></details>",
@@ -261,6 +286,7 @@ static void review_page(gx_portal_ctx *c, const json_t *t, const json_t *values,
         value_str(json_object_get(values, pn), v, sizeof v);
         gx_portal_putf(&b, "<input type=\"hidden\" name=\"%H\" value=\"%H\">", pn, v);
     }
+    if (cluster) gx_portal_putf(&b, "<input type=\"hidden\" name=\"_cluster\" value=\"%H\">", cluster);
     gx_portal_putf(&b, "<input type=\"hidden\" name=\"_name\" value=\"%H\">",
                    json_string_value(json_object_get(json_object_get(m, "metadata"), "name")));
     json_decref(params);
@@ -285,6 +311,10 @@ static void stamp(gx_portal_ctx *c, const json_t *t, json_t *m)
     const char *kind = json_string_value(json_object_get(m, "kind"));
     if (kind && !strcmp(kind, "Job") && !json_object_get(md, "namespace"))
         json_object_set_new(md, "namespace", json_string(json_string_value(json_array_get(c->user->namespaces, 0)) ?: "default"));
+    /* the Cluster choice (fleet mode): the Job goes to that cluster's git folder */
+    const char *cluster = c->form ? gx_portal_form_get(c->form, "_cluster") : "";
+    if (kind && !strcmp(kind, "Job") && cluster && *cluster)
+        json_object_set_new(ann, "gpuaas.dev/cluster", json_string(cluster));
 }
 
 static int submit(gx_portal_ctx *c, json_t *m, gx_err *e, char *to, size_t ton)

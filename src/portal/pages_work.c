@@ -147,6 +147,16 @@ static int model_server(const gx_portal_ctx *c, const json_t *w)
     return 0;
 }
 
+/* In lists: a fleet request's cluster, and a warning while it is not yet published. */
+static void fleet_tags(gx_sbuf *b, const json_t *w)
+{
+    const char *cl = json_string_value(json_object_get(w, "cluster"));
+    if (!cl) return;
+    gx_portal_putf(b, " <span class=\"tag cluster\">cluster %H</span>", cl);
+    if (!strcmp(json_string_value(json_object_get(json_object_get(w, "publish"), "state")) ?: "", "Pending"))
+        gx_sbuf_puts(b, " <span class=\"tag warn\">not yet published</span>");
+}
+
 static void row(gx_portal_ctx *c, gx_sbuf *b, const json_t *w)
 {
     const char *ns = json_string_value(json_object_get(w, "namespace")), *name = json_string_value(json_object_get(w, "name"));
@@ -160,6 +170,7 @@ static void row(gx_portal_ctx *c, gx_sbuf *b, const json_t *w)
                       "<td>", phase, ns, name, name, ns, json_string_value(json_object_get(w, "queueName")));
     gx_portal_badge(b, phase);
     if (model_server(c, w)) gx_sbuf_puts(b, " <span class=\"tag model-server\">model server</span>");
+    fleet_tags(b, w);
     gx_portal_putf(b, "</td><td>%H</td><td class=\"wide\">", gpus_of(w, g, sizeof g));
     if (state && !strcmp(state, "Pending")) gx_portal_why(c, w, b);
     else if (state && !strcmp(state, "Admitted")) {
@@ -386,6 +397,25 @@ static void gpu_memory(gx_sbuf *b, const json_t *w)
     gx_sbuf_puts(b, "</tbody></table>");
 }
 
+/* A fleet request's notice (docs/fleet.md): which cluster it went to and, while its file
+ * is not in git yet, that it is kept and retried, with the last error. */
+static void fleet_notice(gx_sbuf *b, const json_t *w)
+{
+    const char *cl = json_string_value(json_object_get(w, "cluster"));
+    if (!cl) return;
+    const json_t *p = json_object_get(w, "publish");
+    const char *ps = json_string_value(json_object_get(p, "state")) ?: "";
+    if (!strcmp(ps, "Pending"))
+        gx_portal_putf(b, "<p class=\"notice\" role=\"status\"><strong>Not yet published</strong> to cluster %H. It is kept "
+                          "and tried again%s%H.</p>", cl, json_object_get(p, "lastError") ? ": " : "",
+                       json_string_value(json_object_get(p, "lastError")) ?: "");
+    else {
+        char sc[8];
+        snprintf(sc, sizeof sc, "%.7s", json_string_value(json_object_get(p, "commit")) ?: "-");
+        gx_portal_putf(b, "<p class=\"notice\">Sent to cluster %H through git (%H, commit %H).</p>", cl, ps, sc);
+    }
+}
+
 static void status_section(gx_portal_ctx *c, gx_sbuf *b, const json_t *w)
 {
     const char *state = json_string_value(json_object_get(w, "state")) ?: "";
@@ -395,6 +425,7 @@ static void status_section(gx_portal_ctx *c, gx_sbuf *b, const json_t *w)
     /* a waiting workload's message is in the "why" box below, in plain words first */
     if (strcmp(state, "Pending")) gx_portal_putf(b, " <span class=\"msg\">%H</span>", json_string_value(json_object_get(w, "message")));
     gx_sbuf_puts(b, "</p>");
+    fleet_notice(b, w);
     if (!strcmp(state, "Pending")) gx_portal_why(c, w, b);
     char left[32], g[128];
     int64_t l = !strcmp(state, "Admitted") ? time_left(c, w) : -1;

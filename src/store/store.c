@@ -98,6 +98,16 @@ static const char *const migrations[] = {
     /* 8: the uid each namespace's pods run as, taken from run.uidRange once and kept, so
      * that files a namespace left keep their owner across restarts (src/store/identities.c) */
     "CREATE TABLE ns_identities (namespace TEXT PRIMARY KEY, uid INTEGER NOT NULL UNIQUE, created_ms INTEGER NOT NULL);",
+    /* 9: fleet requests (Jobs for a cluster of the fleet) kept until they are published
+     * to its git repository and, later, removed from it (src/store/fleet.c) */
+    "CREATE TABLE fleet_requests ("
+    "  seq INTEGER PRIMARY KEY AUTOINCREMENT,"
+    "  namespace TEXT NOT NULL, name TEXT NOT NULL, cluster TEXT NOT NULL, user TEXT NOT NULL,"
+    "  manifest TEXT NOT NULL, rendered TEXT NOT NULL, path TEXT NOT NULL, state TEXT NOT NULL,"
+    "  commit_id TEXT NOT NULL, attempts INTEGER NOT NULL, last_error TEXT NOT NULL,"
+    "  next_attempt_ms INTEGER NOT NULL, published_ms INTEGER NOT NULL, note TEXT NOT NULL,"
+    "  created_ms INTEGER NOT NULL, updated_ms INTEGER NOT NULL,"
+    "  UNIQUE (namespace, name));",
 };
 #define N_MIGRATIONS ((int)(sizeof migrations / sizeof migrations[0]))
 

@@ -105,6 +105,22 @@ json_t *gx_store_passwords(gx_store *s, gx_err *err);
 /* Change a user's role and namespaces (the admin page, or a trusted proxy's groups). */
 int gx_store_update_user(gx_store *s, const char *name, int admin, const json_t *namespaces, gx_err *err);
 
+/* Fleet requests (src/store/fleet.c, ops/fleet.c): a Job for a cluster of the fleet,
+ * kept from its submission until its file has left git again. state: Pending, Published,
+ * Removing, Removed; note: why it is (being) removed ("cancelled by alice", "expired"). */
+typedef struct gx_store_fleet_req {
+    const char *ns, *name, *cluster, *user, *path, *state, *commit, *last_error, *note;
+    const json_t *manifest, *rendered;
+    int64_t attempts, next_attempt_ms, published_ms, created_ms;
+} gx_store_fleet_req;
+/* Insert or update (by namespace and name; the row keeps its place in the order). */
+int gx_store_fleet_put(gx_store *s, const gx_store_fleet_req *r, int64_t now_ms, gx_err *err);
+int gx_store_fleet_delete(gx_store *s, const char *ns, const char *name, gx_err *err);
+/* [{"namespace","name","cluster","user","path","state","commit","lastError","note",
+ * "manifest","rendered","attempts","nextAttemptMs","publishedMs","createdMs"}] in
+ * submission order. */
+json_t *gx_store_fleet_requests(gx_store *s, gx_err *err);
+
 /* Small key/value settings (e.g. the schema's own bookkeeping). meta_get: 0 with the
  * value in out, 1 when the key is absent, -1 with err when it could not be read. */
 int gx_store_meta_get(gx_store *s, const char *key, char *out, size_t n, gx_err *err);

@@ -196,6 +196,7 @@ GET    /api/v1/nodes                           401  2     2   2     401   2    4
 GET    /api/v1/nodes/{node}                    401  2     2   2     401   2    401    2     -
 DELETE /api/v1/nodes/{node}                    401  403   403 2     401   403  401    2     set_node
 GET    /api/v1/templates                       401  2     2   2     401   2    401    2     -
+GET    /api/v1/clusters                        401  2     2   2     401   2    401    2     -
 GET    /api/v1/gpus                            401  2     2   2     401   2    401    2     -
 GET    /api/v1/gpus/{gpu}/utilization          401  2     2   2     401   2    401    2     -
 POST   /api/v1/gpus/mig                        401  403   403 400   401   403  401    400   b_mig
