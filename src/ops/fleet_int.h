@@ -11,37 +11,9 @@
 #include "net/loop.h"
 #include "ops/daemon.h"
 
-/* The publisher (fleet/publisher.h) and the status read-back (fleet/status.h,
- * fleet/kubewatch.h) are written beside this; until they are in the tree, their
- * declarations are here (as agreed in the brief) and src/fleet/zz_stub_glue.c stands in. */
-#if __has_include("fleet/publisher.h")
 #include "fleet/publisher.h"
-#else
-typedef struct gx_publisher gx_publisher;
-typedef void (*gx_publish_done_fn)(void *ud, uint64_t id, int ok, const char *commit, const gx_err *err);
-gx_publisher *gx_publisher_new(struct gx_loop *l, const char *workdir_root, gx_publish_done_fn done, void *ud, gx_err *err);
-uint64_t gx_publisher_submit(gx_publisher *p, const char *cluster, const gx_fleet_git *g, const gx_git_change *changes,
-                             size_t n, const char *author_name, const char *author_email, const char *message);
-size_t gx_publisher_pending(const gx_publisher *p);
-void gx_publisher_free(gx_publisher *p);
-#endif
-#if __has_include("fleet/status.h")
 #include "fleet/status.h"
-#else
-typedef struct gx_fleet_status gx_fleet_status;
-gx_fleet_status *gx_fleet_status_new(void);
-void gx_fleet_status_free(gx_fleet_status *s);
-json_t *gx_fleet_status_job(const gx_fleet_status *s, const char *cluster, const char *ns, const char *name);
-json_t *gx_fleet_status_cluster(const gx_fleet_status *s, const char *cluster);
-#endif
-#if __has_include("fleet/kubewatch.h")
 #include "fleet/kubewatch.h"
-#else
-typedef struct gx_kube_watch gx_kube_watch;
-gx_kube_watch *gx_kube_watch_new(struct gx_loop *l, const char *cluster, const char *kubeconfig, const char *context,
-                                 gx_fleet_status *st, gx_err *err);
-void gx_kube_watch_free(gx_kube_watch *w);
-#endif
 
 /* A request's place in its life: its file is to be added (Pending), is in git
  * (Published), is to be removed (Removing: cancelled or expired), or is gone (Removed). */
