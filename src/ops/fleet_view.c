@@ -58,6 +58,8 @@ json_t *gx_fl_view(gx_daemon *d, const fl_req *r)
     } else {
         const gx_fleet_cluster *c = f->doc ? gx_fleet_find(&f->fleet, r->cluster) : NULL;
         json_t *st = f->status ? gx_fleet_status_job(f->status, r->cluster, r->k.ns, r->k.name) : NULL;
+        const char *rph = json_string_value(json_object_get(st, "phase"));
+        int ended = rph && (!strcmp(rph, "Succeeded") || !strcmp(rph, "Failed"));
         if (st) {
             for (size_t i = 0; i < sizeof REMOTE / sizeof *REMOTE; i++) {
                 json_t *x = json_object_get(st, REMOTE[i]);
@@ -75,6 +77,16 @@ json_t *gx_fl_view(gx_daemon *d, const fl_req *r)
             else
                 snprintf(msg, sizeof msg, "published to cluster %s as commit %s; no status read-back configured for "
                          "cluster %s", r->cluster, short_commit, r->cluster);
+        }
+        if (r->state != FL_PUBLISHED && ended) {
+            /* it ran to its end and then expired: the end is what a person wants to see; that
+             * its file left git is housekeeping, in publish.state and the message */
+            const char *said = json_string_value(json_object_get(v, "message")) ?: "";
+            json_object_set_new(v, "message", json_sprintf("%s%s%s; %s cluster %s's folder", said, *said ? " " : "",
+                                                           r->note ? r->note : "expired",
+                                                           r->state == FL_REMOVED ? "removed from" : "being removed from",
+                                                           r->cluster));
+            return v;
         }
         if (r->state != FL_PUBLISHED) {
             /* its file leaves git (or has left): say so above whatever the cluster said */
