@@ -596,6 +596,18 @@ int gx_engine_evict(gx_engine *e, const char *key, const char *reason, const cha
     return 0;
 }
 
+/* An idle reclamation (core/idle) must let waiting work in: ordering the evicted
+ * workload by its creation, as a preemption does, would readmit it first. */
+int gx_engine_requeue_back(gx_engine *e, const char *key, const char *reason, const char *message,
+                           int64_t now_ms, gx_err *err)
+{
+    gx_wl *w;
+    if (lookup(e, key, &w, err) < 0) return -1;
+    if (w->state != GX_WL_ADMITTED) return gx_errf(err, 409, "", "workload %s is not admitted", key);
+    w->queue_ts = now_ms;
+    return gx_engine_evict(e, key, reason, message, now_ms, err);
+}
+
 int gx_engine_remove(gx_engine *e, const char *key, gx_err *err)
 {
     gx_wl *w;
