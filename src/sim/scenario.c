@@ -447,7 +447,7 @@ static void idle_check(sim *s, long wi, int64_t t)
         char msg[160];
         snprintf(msg, sizeof msg, "IdlePolicy %s: %s", p->name, v.reason);
         int rc = p->action == GX_IDLE_REQUEUE ? gx_engine_requeue_back(s->e, w->key, v.reason, msg, t, &err)
-                                               : gx_engine_cancel(s->e, w->key, msg, t, &err);
+                                               : gx_engine_deactivate_for(s->e, w->key, v.reason, msg, t, &err);
         if (rc < 0) return;
         w->gen++;
         s->idle_gpu_hours += h;
