@@ -19,6 +19,8 @@ void gx_idle_policy_free(gx_idle_policy *p)
     for (size_t i = 0; i < p->n_cq; i++) free(p->cluster_queues[i]);
     for (size_t i = 0; i < p->n_lq; i++) free(p->local_queues[i]);
     for (size_t i = 0; i < p->n_exempt; i++) free(p->exempt[i]);
+    for (size_t i = 0; i < p->n_tmpl; i++) free(p->templates[i]);
+    free(p->templates);
     free(p->cluster_queues);
     free(p->local_queues);
     free(p->exempt);
@@ -64,7 +66,7 @@ static int dur_field(const json_t *spec, const char *field, int required, int64_
 
 static int parse_spec(const json_t *spec, gx_idle_policy *p, gx_err *err)
 {
-    static const char *const known[] = {"clusterQueues", "localQueues", "threshold", "idleFor", "grace",
+    static const char *const known[] = {"clusterQueues", "localQueues", "templates", "threshold", "idleFor", "grace",
                                         "action", "maxAge", "exemptPriorityClasses", NULL};
     const char *k;
     const json_t *v;
@@ -78,10 +80,11 @@ static int parse_spec(const json_t *spec, gx_idle_policy *p, gx_err *err)
     }
     if (str_list(spec, "clusterQueues", 0, &p->cluster_queues, &p->n_cq, err) < 0
         || str_list(spec, "localQueues", 1, &p->local_queues, &p->n_lq, err) < 0
+        || str_list(spec, "templates", 0, &p->templates, &p->n_tmpl, err) < 0
         || str_list(spec, "exemptPriorityClasses", 0, &p->exempt, &p->n_exempt, err) < 0)
         return -1;
-    if (!p->n_cq && !p->n_lq)
-        return gx_errf(err, 422, "spec.clusterQueues", "name at least one ClusterQueue (or spec.localQueues)");
+    if (!p->n_cq && !p->n_lq && !p->n_tmpl)
+        return gx_errf(err, 422, "spec.clusterQueues", "name at least one ClusterQueue (or spec.localQueues, spec.templates)");
     v = json_object_get(spec, "threshold");
     if (!v) return gx_errf(err, 422, "spec.threshold", "required (percent GPU utilisation, 0-100)");
     if (!json_is_number(v) || json_number_value(v) < 0 || json_number_value(v) > 100)
@@ -125,10 +128,11 @@ static int in_list(char *const *l, size_t n, const char *s)
     return 0;
 }
 
-int gx_idle_policy_covers(const gx_idle_policy *p, const char *cq, const char *lq, const char *pc)
+int gx_idle_policy_covers(const gx_idle_policy *p, const char *cq, const char *lq, const char *tmpl, const char *pc)
 {
     if (pc && *pc && in_list(p->exempt, p->n_exempt, pc)) return 0;
-    return in_list(p->cluster_queues, p->n_cq, cq) || in_list(p->local_queues, p->n_lq, lq);
+    return in_list(p->cluster_queues, p->n_cq, cq) || in_list(p->local_queues, p->n_lq, lq)
+           || in_list(p->templates, p->n_tmpl, tmpl);
 }
 
 static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }

@@ -26,6 +26,7 @@ typedef struct gx_idle_policy {
     char *name;
     char **cluster_queues; size_t n_cq;
     char **local_queues; size_t n_lq;     /* "namespace/name" */
+    char **templates; size_t n_tmpl;      /* portal Templates: label gpuaas.dev/template */
     char **exempt; size_t n_exempt;       /* priority class names */
     double threshold;                     /* percent; idle = below it */
     int64_t idle_for_ms, grace_ms;
@@ -40,9 +41,10 @@ void gx_idle_policy_free(gx_idle_policy *p);
 /* "notify", "requeue", "stop". */
 const char *gx_idle_action_name(gx_idle_action a);
 
-/* 1 when p covers a workload in ClusterQueue cq via LocalQueue lq ("ns/name", may be
- * NULL) with priority class pc (may be NULL or ""), 0 otherwise (exempt included). */
-int gx_idle_policy_covers(const gx_idle_policy *p, const char *cq, const char *lq, const char *pc);
+/* 1 when p covers a workload in ClusterQueue cq via LocalQueue lq ("ns/name"), made
+ * from portal Template tmpl (its label gpuaas.dev/template), with priority class pc; any
+ * may be NULL. 0 otherwise (an exempt priority class included). */
+int gx_idle_policy_covers(const gx_idle_policy *p, const char *cq, const char *lq, const char *tmpl, const char *pc);
 
 typedef struct gx_idle_sample {
     int64_t t_ms;       /* from this time ... */

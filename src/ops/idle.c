@@ -262,8 +262,11 @@ int64_t gx_d_idle_tick(gx_daemon *d, int64_t now)
         snprintf(lq, sizeof lq, "%s/%s", json_string_value(json_object_get(w, "namespace")),
                  json_string_value(json_object_get(w, "queueName")) ? json_string_value(json_object_get(w, "queueName")) : "");
         const gx_idle_policy *p = NULL;
+        gx_run *run = key ? gx_exec_get(d->exec, key) : NULL;
+        const char *tmpl = run ? json_string_value(json_object_get(json_object_get(json_object_get(run->manifest, "metadata"),
+                                                                                   "labels"), "gpuaas.dev/template")) : NULL;
         for (size_t k = 0; k < s->n && !p; k++)
-            if (gx_idle_policy_covers(s->pol[k], json_string_value(json_object_get(w, "clusterQueue")), lq,
+            if (gx_idle_policy_covers(s->pol[k], json_string_value(json_object_get(w, "clusterQueue")), lq, tmpl,
                                       json_string_value(json_object_get(w, "priorityClass"))))
                 p = s->pol[k];
         gx_wl_info info;

@@ -45,6 +45,7 @@ typedef struct wl_rec {
     long n_util;
     gx_idle_sample *abs;       /* the same, in virtual time, for the current admission */
     int warned;                /* idle-warned printed for the current admission */
+    char *tmpl;                /* label gpuaas.dev/template (IdlePolicy spec.templates) */
 } wl_rec;
 
 typedef struct event {
@@ -222,6 +223,9 @@ static int take_doc(sim *s, json_t *doc, const gx_linemap *lm, const char *file,
         w->run_ms = run;
         w->util = util;
         w->n_util = n_util;
+        const char *tl = json_string_value(json_object_get(json_object_get(json_object_get(doc, "metadata"), "labels"),
+                                                           "gpuaas.dev/template"));
+        w->tmpl = tl ? gx_xstrdup(tl) : NULL;
         w->file = file;
         w->line = line;
         event ev = {at, EV_SUBMIT, 0, s->nw, 0};
@@ -384,7 +388,7 @@ static int is_idle_policy(const json_t *o)
 }
 
 /* The first policy (in apply order) that covers workload key, with the view's facts. */
-static const gx_idle_policy *policy_of(sim *s, const char *key, int *gpus)
+static const gx_idle_policy *policy_of(sim *s, const char *key, const char *tmpl, int *gpus)
 {
     json_t *v = gx_engine_workload(s->e, key, 0);
     const gx_idle_policy *found = NULL;
@@ -392,7 +396,7 @@ static const gx_idle_policy *policy_of(sim *s, const char *key, int *gpus)
     snprintf(lq, sizeof lq, "%s/%s", json_string_value(json_object_get(v, "namespace")),
              json_string_value(json_object_get(v, "queueName")) ? json_string_value(json_object_get(v, "queueName")) : "");
     for (size_t i = 0; i < s->npol && !found; i++)
-        if (gx_idle_policy_covers(s->pol[i], json_string_value(json_object_get(v, "clusterQueue")), lq,
+        if (gx_idle_policy_covers(s->pol[i], json_string_value(json_object_get(v, "clusterQueue")), lq, tmpl,
                                   json_string_value(json_object_get(v, "priorityClass"))))
             found = s->pol[i];
     /* GPUs it holds: the admission's nvidia.com/gpu usage over its pod sets */
@@ -433,7 +437,7 @@ static void idle_check(sim *s, long wi, int64_t t)
     gx_wl_info info;
     if (!s->npol || gx_engine_wl_info(s->e, w->key, &info) < 0 || info.phase != GX_PHASE_ADMITTED) return;
     int gpus = 0;
-    const gx_idle_policy *p = policy_of(s, w->key, &gpus);
+    const gx_idle_policy *p = policy_of(s, w->key, w->tmpl, &gpus);
     if (!p) return;
     gx_idle_verdict v;
     gx_idle_decide(p, info.admitted_ms, w->abs, w->abs ? (size_t)w->n_util : 0, t, &v);
@@ -670,7 +674,7 @@ int gx_sim_scenario_main(int argc, char **argv)
     fflush(s.out);
     if (s.out != stdout) fclose(s.out);
     for (long i = 0; i < s.nw; i++) {
-        free(s.w[i].key); free(s.w[i].cq); free(s.w[i].util); free(s.w[i].abs); gx_engine_spec_free(s.w[i].spec);
+        free(s.w[i].key); free(s.w[i].cq); free(s.w[i].util); free(s.w[i].abs); free(s.w[i].tmpl); gx_engine_spec_free(s.w[i].spec);
     }
     for (size_t i = 0; i < s.npol; i++) gx_idle_policy_free(s.pol[i]);
     free(s.pol);

@@ -43,6 +43,12 @@ r=$(api POST /api/v1/apply -H 'Content-Type: application/yaml' --data-binary @"$
 expect_eq "a bad IdlePolicy is refused" "$(status_of "$r")" 422
 expect_match "naming the field" "$(body_of "$r" | jq -r '.error.field // .error.message')" "spec.idleFor"
 
+# the shipped interactive-session template brings its idle policy along
+r=$(api POST /api/v1/apply -H 'Content-Type: application/yaml' --data-binary @"$ROOT/examples/templates/interactive-session.yaml")
+expect_eq "the shipped template applies" "$(status_of "$r")" 200
+expect_eq "with its IdlePolicy" "$(body_of "$r" | jq -r '[.items[] | select(.kind == "IdlePolicy")][0] | .name + " " + .action')" \
+  "interactive-session-idle created"
+
 # notebook: busy for 1 s, then at 2 %; at most 600 s of execution (bounds what is reclaimed)
 ann() {   # ann NAME UTIL [LABEL]: a one-GPU Job with the simulated signal
   job "$1" lab q 1 'sleep 300' "    kueue.x-k8s.io/max-exec-time-seconds: \"600\"${3:+

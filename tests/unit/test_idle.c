@@ -50,10 +50,14 @@ Test(idle, parse_full_policy)
     cr_assert_eq(p->max_age_ms, 8LL * 3600000);
     cr_assert_eq(p->action, GX_IDLE_REQUEUE);
     cr_assert_str_eq(gx_idle_action_name(p->action), "requeue");
-    cr_assert(gx_idle_policy_covers(p, "interactive", NULL, NULL));
-    cr_assert(gx_idle_policy_covers(p, "other", "ns/lq", ""));
-    cr_assert_not(gx_idle_policy_covers(p, "other", "ns/x", NULL));
-    cr_assert_not(gx_idle_policy_covers(p, "interactive", NULL, "critical"), "exempt class is not covered");
+    cr_assert(gx_idle_policy_covers(p, "interactive", NULL, NULL, NULL));
+    cr_assert(gx_idle_policy_covers(p, "other", "ns/lq", NULL, ""));
+    cr_assert_not(gx_idle_policy_covers(p, "other", "ns/x", NULL, NULL));
+    cr_assert_not(gx_idle_policy_covers(p, "interactive", NULL, NULL, "critical"), "exempt class is not covered");
+    gx_idle_policy_free(p);
+    p = P("{\"templates\":[\"interactive-session\"],\"threshold\":5,\"idleFor\":\"30m\"}");
+    cr_assert(gx_idle_policy_covers(p, "any", "ns/any", "interactive-session", NULL), "covered by its template");
+    cr_assert_not(gx_idle_policy_covers(p, "any", "ns/any", "batch-training", NULL));
     gx_idle_policy_free(p);
     p = P("{" BASE "}");
     cr_assert_eq(p->action, GX_IDLE_NOTIFY, "action defaults to notify");
