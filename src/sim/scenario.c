@@ -67,7 +67,7 @@ typedef struct sim {
     long seq;
     gx_strmap keys;
     long n_admitted, n_preempted, n_finished, n_deactivated;
-    gx_idle_policy **pol; size_t npol, cappol;   /* IdlePolicy documents, in apply order */
+    gx_idle_policy **pol; size_t npol, cappol;   /* IdlePolicy documents, by name */
     double idle_gpu_hours;     /* reclaimed by idle actions (core/idle's definition) */
     int64_t last_t;
     FILE *out;
@@ -387,7 +387,7 @@ static int is_idle_policy(const json_t *o)
     return k && av && !strcmp(k, "IdlePolicy") && !strncmp(av, "gpuaas.dev/", 11);
 }
 
-/* The first policy (in apply order) that covers workload key, with the view's facts. */
+/* The first policy (by name) that covers workload key, with the view's facts. */
 static const gx_idle_policy *policy_of(sim *s, const char *key, const char *tmpl, int *gpus)
 {
     json_t *v = gx_engine_workload(s->e, key, 0);
@@ -480,10 +480,15 @@ static int apply_policy(sim *s, const json_t *doc, int64_t t, gx_err *err)
 {
     gx_idle_policy *p;
     if (gx_idle_policy_parse(doc, &p, err) < 0) return -1;
-    size_t i = 0;
-    while (i < s->npol && strcmp(s->pol[i]->name, p->name)) i++;
-    if (i == s->npol) { s->pol = gx_xgrow(s->pol, &s->cappol, s->npol + 1, sizeof *s->pol); s->npol++; }
-    else gx_idle_policy_free(s->pol[i]);
+    size_t i = 0;   /* kept by name, as the daemon keeps them: the first covering one judges */
+    while (i < s->npol && strcmp(s->pol[i]->name, p->name) < 0) i++;
+    if (i < s->npol && !strcmp(s->pol[i]->name, p->name)) {
+        gx_idle_policy_free(s->pol[i]);
+    } else {
+        s->pol = gx_xgrow(s->pol, &s->cappol, s->npol + 1, sizeof *s->pol);
+        memmove(s->pol + i + 1, s->pol + i, (s->npol - i) * sizeof *s->pol);
+        s->npol++;
+    }
     s->pol[i] = p;
     for (long k = 0; k < s->nw; k++) if (gx_strmap_get(&s->keys, s->w[k].key)) idle_check(s, k, t);
     return 0;
