@@ -168,3 +168,63 @@ Test(idle, samples_annotation)
     cr_assert_eq(gx_idle_samples_parse("0s=190", "ann", &s, &e), -1);
     cr_assert_eq(gx_idle_samples_parse("0s", "ann", &s, &e), -1);
 }
+
+/* ---- the engine's two idle entry points ---------------------------------------------- */
+#include "core/engine.h"
+#include "test_engine_util.h"
+
+static gx_engine *one_gpu_queue(void)
+{
+    gx_engine_opts o = {0};
+    gx_engine *en = gx_engine_new(&o);
+    apply_ok(en, "apiVersion: kueue.x-k8s.io/v1beta2\nkind: ResourceFlavor\nmetadata: {name: h100}\n");
+    apply_ok(en, "apiVersion: kueue.x-k8s.io/v1beta2\nkind: ClusterQueue\nmetadata: {name: cq}\nspec:\n"
+                 "  namespaceSelector: {}\n  resourceGroups:\n  - coveredResources: [cpu, nvidia.com/gpu]\n"
+                 "    flavors:\n    - name: h100\n      resources: [{name: cpu, nominalQuota: 8}, {name: nvidia.com/gpu, nominalQuota: 1}]\n");
+    apply_ok(en, "apiVersion: kueue.x-k8s.io/v1beta2\nkind: LocalQueue\nmetadata: {name: q, namespace: ns}\nspec: {clusterQueue: cq}\n");
+    return en;
+}
+
+/* Fails with gx_engine_evict (creation order readmits the idle one first). */
+Test(idle, requeue_back_lets_the_waiting_in)
+{
+    gx_engine *en = one_gpu_queue();
+    gx_action *a;
+    submit_ok(en, job("ns", "idle", "q", NULL, 1, "1", "1"), 0);
+    pass(en, 0, &a), free(a);
+    submit_ok(en, job("ns", "waiting", "q", NULL, 1, "1", "1"), 1000);
+    pass(en, 1000, &a), free(a);
+    cr_assert_str_eq(state_of(en, "ns/idle"), "Admitted");
+    gx_err e;
+    cr_assert_eq(gx_engine_requeue_back(en, "ns/idle", "Idle", "idle", 5000, &e), 0);
+    size_t n = pass(en, 5000, &a);
+    cr_assert_eq(n, 1);
+    cr_assert_str_eq(a[0].workload, "ns/waiting", "the one waiting goes first, not the older idle one");
+    free(a);
+    cr_assert_str_eq(state_of(en, "ns/idle"), "Pending");
+    cr_assert_eq(gx_engine_requeue_back(en, "ns/idle", "Idle", "idle", 6000, &e), -1, "not admitted: 409");
+    cr_assert_eq(e.status, 409);
+    gx_engine_free(en);
+}
+
+Test(idle, deactivate_for_keeps_the_reason)
+{
+    gx_engine *en = one_gpu_queue();
+    gx_action *a;
+    submit_ok(en, job("ns", "s", "q", NULL, 1, "1", "1"), 0);
+    pass(en, 0, &a), free(a);
+    gx_err e;
+    cr_assert_eq(gx_engine_deactivate_for(en, "ns/s", "Idle", "IdlePolicy p: Idle", 10, &e), 1, "it was admitted");
+    json_t *w = gx_engine_workload(en, "ns/s", 10);
+    cr_assert_str_eq(json_string_value(json_object_get(w, "state")), "Deactivated");
+    int found = 0;
+    size_t i;
+    json_t *c;
+    json_array_foreach(json_object_get(w, "conditions"), i, c)
+        if (!strcmp(json_string_value(json_object_get(c, "reason")), "Idle")) found = 1;
+    cr_assert(found, "a condition says Idle");
+    json_decref(w);
+    cr_assert_eq(gx_engine_deactivate_for(en, "ns/s", "Idle", "", 20, &e), -1);
+    cr_assert_eq(e.status, 409);
+    gx_engine_free(en);
+}
