@@ -83,6 +83,16 @@ int gx_engine_cancel(gx_engine *e, const char *key, const char *message, int64_t
 int gx_engine_evict(gx_engine *e, const char *key, const char *reason, const char *message,
                     int64_t now_ms, gx_err *err);
 
+/* added (idle reclamation): gx_engine_evict(), and the workload queues behind those
+ * already waiting (ordered by the eviction's time, as Kueue orders an admission-check
+ * eviction), not by its creation. */
+int gx_engine_requeue_back(gx_engine *e, const char *key, const char *reason, const char *message,
+                           int64_t now_ms, gx_err *err);
+/* added (idle reclamation): gx_engine_cancel() with the reason given ("Idle",
+ * "MaxAgeExceeded") instead of "Deactivated". Returns as gx_engine_cancel(). */
+int gx_engine_deactivate_for(gx_engine *e, const char *key, const char *reason, const char *message,
+                             int64_t now_ms, gx_err *err);
+
 /* Forget a workload that has ended (Finished/Deactivated). -1 on 404/409. */
 int gx_engine_remove(gx_engine *e, const char *key, gx_err *err);
 

@@ -596,6 +596,32 @@ int gx_engine_evict(gx_engine *e, const char *key, const char *reason, const cha
     return 0;
 }
 
+/* An idle reclamation (core/idle) must let waiting work in: ordering the evicted
+ * workload by its creation, as a preemption does, would readmit it first. */
+int gx_engine_requeue_back(gx_engine *e, const char *key, const char *reason, const char *message,
+                           int64_t now_ms, gx_err *err)
+{
+    gx_wl *w;
+    if (lookup(e, key, &w, err) < 0) return -1;
+    if (w->state != GX_WL_ADMITTED) return gx_errf(err, 409, "", "workload %s is not admitted", key);
+    w->queue_ts = now_ms;
+    return gx_engine_evict(e, key, reason, message, now_ms, err);
+}
+
+/* A cancellation that says why (an idle policy's stop: reason Idle), not "Deactivated". */
+int gx_engine_deactivate_for(gx_engine *e, const char *key, const char *reason, const char *message,
+                             int64_t now_ms, gx_err *err)
+{
+    gx_wl *w;
+    if (lookup(e, key, &w, err) < 0) return -1;
+    if (w->state != GX_WL_PENDING && w->state != GX_WL_ADMITTED)
+        return gx_errf(err, 409, "", "workload %s has already ended", key);
+    int was = w->state == GX_WL_ADMITTED && !w->chk_wait;
+    gx_engine_wl_deactivate(e, w, reason && *reason ? reason : "Deactivated",
+                            gx_xstrdup(message && *message ? message : "The workload was deactivated"), now_ms);
+    return was;
+}
+
 int gx_engine_remove(gx_engine *e, const char *key, gx_err *err)
 {
     gx_wl *w;

@@ -10,6 +10,7 @@
 #include <curl/curl.h>
 #include "daemon/root.h"
 #include "gpu/runtime.h"
+#include "ops/idle.h"
 
 #define STREAM_POLL_MS 250
 
@@ -103,6 +104,7 @@ int gx_root_front_doors(gx_root *r, gx_err *err)
     /* fleet mode (docs/fleet.md): the Fleet kind; GPUAAS_FLEET_RETAIN_MS shortens how long
      * a finished request stays in git, for tests (docs/development.md) */
     gx_d_fleet_register(d, env_ms("GPUAAS_FLEET_RETAIN_MS"));
+    gx_d_idle_register(d);   /* IdlePolicy (ops/idle.c) and its /metrics lines */
     gx_hooks h = gx_maas_hooks(r->maas);
     gx_d_register_hooks(d, &h);
     h = gx_portal_hooks(r->portal);

@@ -22,6 +22,8 @@
 #include "ops/kinds.h"
 #include "ops/ops.h"
 
+typedef struct gx_d_idle gx_d_idle;
+
 typedef struct gx_daemon {
     gx_config cfg;
     gx_loop *loop;
@@ -49,6 +51,7 @@ typedef struct gx_daemon {
     struct gx_gpu_rt *gpu; /* the GPU layer (gpu/runtime.h), owned; NULL until serve opens it */
     gx_exec *exec;         /* the workloads' runs and their processes (run/executor.h) */
     struct gx_d_fleet *fleet;  /* fleet mode (ops/fleet.c): the Fleet and its requests; NULL until registered */
+    struct gx_d_idle *idle;    /* IdlePolicy (ops/idle.c): the policies in effect, warnings, totals */
 } gx_daemon;
 
 /* workloads.c */

@@ -12,6 +12,7 @@
 #include "lib/alloc.h"
 #include "lib/gxtime.h"
 #include "ops/daemon.h"
+#include "ops/idle.h"
 #include "ops/wlname.h"
 #include "fleet/fleet.h"
 #include "run/executor.h"
@@ -215,6 +216,7 @@ int64_t gx_d_tick(gx_daemon *d)
     int64_t due = gx_exec_next_tick(d->exec);   /* the executor's timers: kills, restarts, polls */
     if (due && due <= now) gx_exec_tick(d->exec, now);
     retry_unrecorded(d, now);
+    int64_t idle = gx_d_idle_tick(d, now);   /* IdlePolicy: warn, requeue, stop (ops/idle.c) */
     if (d->dirty || (d->engine_wake && d->engine_wake <= now)) {
         d->dirty = 0;
         gx_action *acts = NULL;
@@ -222,6 +224,7 @@ int64_t gx_d_tick(gx_daemon *d)
         if (n) {
             apply_actions(d, acts, n);
             gx_http_wake_streams(d->http);
+            idle = gx_d_idle_poke(d);   /* judge new admissions at once */
         }
         free(acts);
         /* deferred starts and newly freed devices are handled by the executor's tick */
@@ -240,6 +243,7 @@ int64_t gx_d_tick(gx_daemon *d)
         int64_t t = d->unrecorded_retry_at > now ? d->unrecorded_retry_at - now : 0;
         if (sleep < 0 || t < sleep) sleep = t;
     }
+    if (idle >= 0 && (sleep < 0 || idle < sleep)) sleep = idle;
     int64_t fl = gx_d_fleet_tick(d);   /* fleet requests: publish, retry, expire */
     if (fl >= 0 && (sleep < 0 || fl < sleep)) sleep = fl;
     return sleep;
@@ -297,6 +301,22 @@ int gx_d_cancel(gx_daemon *d, const char *key, const char *who, gx_err *err)
     snprintf(msg, sizeof msg, "cancelled by %s", who);
     int rc = gx_engine_cancel(d->eng, key, msg, gx_loop_now(d->loop), err);
     if (rc < 0) return -1;
+    gx_exec_stop(d->exec, w, msg);
+    if (persist(d, w, err)) return -1;
+    d->dirty = 1;
+    gx_http_wake_streams(d->http);
+    return 0;
+}
+
+/* As gx_d_cancel, for an IdlePolicy (ops/idle.c): the reason is the policy's. */
+int gx_d_idle_reclaim(gx_daemon *d, const char *key, int requeue, const char *reason, const char *msg, gx_err *err)
+{
+    gx_run *w = wl_get(d, key);
+    if (!w) return gx_errf(err, 404, "", "no workload %s", key);
+    int64_t now = gx_loop_now(d->loop);
+    if ((requeue ? gx_engine_requeue_back(d->eng, key, reason, msg, now, err)
+                 : gx_engine_deactivate_for(d->eng, key, reason, msg, now, err)) < 0)
+        return -1;
     gx_exec_stop(d->exec, w, msg);
     if (persist(d, w, err)) return -1;
     d->dirty = 1;
@@ -459,7 +479,7 @@ static void add_phase(gx_daemon *d, json_t *v)
 json_t *gx_d_view(gx_daemon *d, const char *key)
 {
     json_t *v = gx_engine_workload(d->eng, key, gx_loop_now(d->loop));
-    if (v) add_phase(d, v);
+    if (v) { add_phase(d, v); gx_d_idle_decorate(d, v); }
     else v = gx_d_fleet_view(d, key);
     return v;
 }
@@ -469,7 +489,7 @@ json_t *gx_d_list(gx_daemon *d, const gx_wl_filter *f)
     json_t *arr = gx_engine_workloads(d->eng, f, gx_loop_now(d->loop));
     size_t i;
     json_t *v;
-    json_array_foreach(arr, i, v) add_phase(d, v);
+    json_array_foreach(arr, i, v) { add_phase(d, v); gx_d_idle_decorate(d, v); }
     gx_d_fleet_list(d, f, arr);
     return arr;
 }
@@ -519,6 +539,7 @@ void gx_d_free_all(gx_daemon *d)
     json_decref(d->unrecorded);
     d->unrecorded = NULL;
     gx_d_fleet_free(d);
+    gx_d_idle_free(d);
 }
 
 void gx_d_unsubmit(gx_daemon *d, const char *key)

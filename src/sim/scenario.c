@@ -4,6 +4,9 @@
  * optional Kueue Configuration, and batch/v1 Jobs or Kueue Workloads with the
  * annotations gpuaas.dev/submit-at and gpuaas.dev/run-for), the virtual clock and its
  * event queue, and the output: one JSON object per line per event, then a summary.
+ * IdlePolicy documents (core/idle) are kept here and fed the simulated signal, the
+ * annotation gpuaas.dev/utilization ("0s=90,600s=2": percent from each offset after
+ * the workload's latest admission); their warnings and actions are event lines.
  * Must not: carry admission logic of its own; every decision comes from the engine.
  *
  * Output stability is an interface: other tests diff it byte for byte. Events at the
@@ -14,6 +17,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include "core/engine.h"
+#include "core/idle.h"
+#include "core/quantity.h"
 #include "lib/alloc.h"
 #include "lib/gxtime.h"
 #include "lib/opts.h"
@@ -23,8 +28,10 @@
 
 #define A_SUBMIT "gpuaas.dev/submit-at"
 #define A_RUNFOR "gpuaas.dev/run-for"
+#define A_UTIL "gpuaas.dev/utilization"
 
-enum { EV_APPLY = 0, EV_FINISH = 1, EV_SUBMIT = 2 };
+/* EV_IDLE last: an idle action at t frees its GPUs before the pass at t */
+enum { EV_APPLY = 0, EV_FINISH = 1, EV_SUBMIT = 2, EV_IDLE = 3 };
 
 typedef struct wl_rec {
     char *key;
@@ -34,6 +41,11 @@ typedef struct wl_rec {
     char *cq;                  /* last known ClusterQueue */
     const char *file;
     int line;
+    gx_idle_sample *util;      /* gpuaas.dev/utilization, offsets from the admission */
+    long n_util;
+    gx_idle_sample *abs;       /* the same, in virtual time, for the current admission */
+    int warned;                /* idle-warned printed for the current admission */
+    char *tmpl;                /* label gpuaas.dev/template (IdlePolicy spec.templates) */
 } wl_rec;
 
 typedef struct event {
@@ -55,6 +67,8 @@ typedef struct sim {
     long seq;
     gx_strmap keys;
     long n_admitted, n_preempted, n_finished, n_deactivated;
+    gx_idle_policy **pol; size_t npol, cappol;   /* IdlePolicy documents, by name */
+    double idle_gpu_hours;     /* reclaimed by idle actions (core/idle's definition) */
     int64_t last_t;
     FILE *out;
 } sim;
@@ -150,6 +164,14 @@ static int take_doc(sim *s, json_t *doc, const gx_linemap *lm, const char *file,
     gx_err_clear(&err);
     const char *sa = ann(doc, A_SUBMIT), *rf = ann(doc, A_RUNFOR);
     int64_t at = 0, run = -1;
+    const char *ut = ann(doc, A_UTIL);
+    gx_idle_sample *util = NULL;
+    long n_util = 0;
+    if (ut && (n_util = gx_idle_samples_parse(ut, "metadata.annotations[\"" A_UTIL "\"]", &util, &err)) < 0) {
+        annotate(lm, base, &err);
+        report(file, line, &err);
+        return -1;
+    }
     if (sa && parse_duration(sa, &at) < 0) {
         gx_errf(&err, 422, "metadata.annotations[\"" A_SUBMIT "\"]", "not a duration: \"%s\" (e.g. 0s, 90s, 5m)", sa);
         annotate(lm, base, &err);
@@ -186,6 +208,7 @@ static int take_doc(sim *s, json_t *doc, const gx_linemap *lm, const char *file,
     if (is_workload(doc)) {
         gx_wl_spec *spec;
         if (gx_engine_prepare(s->e, doc, &spec, &err) < 0) {
+            free(util);
             annotate(lm, base, &err);
             report(file, line, &err);
             return -1;
@@ -198,6 +221,11 @@ static int take_doc(sim *s, json_t *doc, const gx_linemap *lm, const char *file,
         w->key = gx_xstrdup(key);
         w->spec = spec;
         w->run_ms = run;
+        w->util = util;
+        w->n_util = n_util;
+        const char *tl = json_string_value(json_object_get(json_object_get(json_object_get(doc, "metadata"), "labels"),
+                                                           "gpuaas.dev/template"));
+        w->tmpl = tl ? gx_xstrdup(tl) : NULL;
         w->file = file;
         w->line = line;
         event ev = {at, EV_SUBMIT, 0, s->nw, 0};
@@ -205,6 +233,7 @@ static int take_doc(sim *s, json_t *doc, const gx_linemap *lm, const char *file,
         ev_push(s, ev);
         return 0;
     }
+    free(util);
     s->o = gx_xgrow(s->o, &s->capo, (size_t)s->no + 1, sizeof *s->o);
     s->o[s->no] = (obj_rec){json_incref(doc), file, line, base, gx_xstrndup(text, tlen)};
     event ev = {at, EV_APPLY, 0, s->no, 0};
@@ -349,6 +378,122 @@ static void set_cq(wl_rec *w, const char *cq)
     w->cq = gx_xstrdup(cq);
 }
 
+/* ---- idle policies (core/idle decides; this feeds the signal and takes the action) ---- */
+
+static int is_idle_policy(const json_t *o)
+{
+    const char *k = json_string_value(json_object_get(o, "kind"));
+    const char *av = json_string_value(json_object_get(o, "apiVersion"));
+    return k && av && !strcmp(k, "IdlePolicy") && !strncmp(av, "gpuaas.dev/", 11);
+}
+
+/* The first policy (by name) that covers workload key, with the view's facts. */
+static const gx_idle_policy *policy_of(sim *s, const char *key, const char *tmpl, int *gpus)
+{
+    json_t *v = gx_engine_workload(s->e, key, 0);
+    const gx_idle_policy *found = NULL;
+    char lq[600];
+    snprintf(lq, sizeof lq, "%s/%s", json_string_value(json_object_get(v, "namespace")),
+             json_string_value(json_object_get(v, "queueName")) ? json_string_value(json_object_get(v, "queueName")) : "");
+    for (size_t i = 0; i < s->npol && !found; i++)
+        if (gx_idle_policy_covers(s->pol[i], json_string_value(json_object_get(v, "clusterQueue")), lq, tmpl,
+                                  json_string_value(json_object_get(v, "priorityClass"))))
+            found = s->pol[i];
+    /* GPUs it holds: the admission's nvidia.com/gpu usage over its pod sets */
+    int64_t milli = 0;
+    size_t i;
+    json_t *psa;
+    json_array_foreach(json_object_get(json_object_get(v, "admission"), "podSetAssignments"), i, psa) {
+        const char *q = json_string_value(json_object_get(json_object_get(psa, "resourceUsage"), "nvidia.com/gpu"));
+        int64_t m = 0;
+        gx_err ignore;
+        if (q && gx_quantity_parse(q, &m, "q", &ignore) == 0) milli += m;
+    }
+    *gpus = (int)(milli / 1000);
+    json_decref(v);
+    return found;
+}
+
+static void idle_line(sim *s, int64_t t, const wl_rec *w, const char *reason, int64_t since)
+{
+    FILE *o = s->out;
+    fputs("{\"t\": ", o);
+    put_time(o, t);
+    fputs(", \"event\": \"idle-warned\", \"workload\": ", o);
+    put_str(o, w->key);
+    if (w->cq && *w->cq) { fputs(", \"clusterQueue\": ", o); put_str(o, w->cq); }
+    fputs(", \"reason\": ", o);
+    put_str(o, reason);
+    if (since >= 0) { fputs(", \"idleSince\": ", o); put_time(o, since); }
+    fputs("}\n", o);
+    s->last_t = t;
+}
+
+/* Judge one admitted workload at t: warn once per admission, act per the policy, and
+ * come back when the verdict may change. */
+static void idle_check(sim *s, long wi, int64_t t)
+{
+    wl_rec *w = &s->w[wi];
+    gx_wl_info info;
+    if (!s->npol || gx_engine_wl_info(s->e, w->key, &info) < 0 || info.phase != GX_PHASE_ADMITTED) return;
+    int gpus = 0;
+    const gx_idle_policy *p = policy_of(s, w->key, w->tmpl, &gpus);
+    if (!p) return;
+    gx_idle_verdict v;
+    gx_idle_decide(p, info.admitted_ms, w->abs, w->abs ? (size_t)w->n_util : 0, t, &v);
+    if (v.kind == GX_IDLE_WARN || (v.kind == GX_IDLE_ACT && p->action == GX_IDLE_NOTIFY)) {
+        if (!w->warned) idle_line(s, t, w, v.reason ? v.reason : "Idle", v.idle_since_ms);
+        w->warned = 1;
+    } else if (v.kind == GX_IDLE_ACT) {
+        gx_err err;
+        int64_t exec_end = info.max_exec_s > 0 ? info.admitted_ms + info.max_exec_s * 1000 - info.acc_ms : 0;
+        double h = gx_idle_reclaimed_gpu_hours(p, info.admitted_ms, exec_end, gpus, t);
+        char msg[160];
+        snprintf(msg, sizeof msg, "IdlePolicy %s: %s", p->name, v.reason);
+        int rc = p->action == GX_IDLE_REQUEUE ? gx_engine_requeue_back(s->e, w->key, v.reason, msg, t, &err)
+                                               : gx_engine_deactivate_for(s->e, w->key, v.reason, msg, t, &err);
+        if (rc < 0) return;
+        w->gen++;
+        s->idle_gpu_hours += h;
+        if (p->action == GX_IDLE_REQUEUE) line_out(s, t, "requeued", w->key, w->cq, NULL, NULL, v.reason);
+        else { line_out(s, t, "deactivated", w->key, w->cq, NULL, NULL, v.reason); s->n_deactivated++; }
+        return;
+    }
+    if (v.next_ms != INT64_MAX) { event ev = {v.next_ms, EV_IDLE, 0, wi, w->gen}; ev_push(s, ev); }
+}
+
+/* A new admission: the signal restarts at its start. */
+static void idle_admitted(sim *s, long wi, int64_t t)
+{
+    wl_rec *w = &s->w[wi];
+    w->warned = 0;
+    if (w->n_util) {
+        free(w->abs);
+        w->abs = gx_xreallocarray(NULL, (size_t)w->n_util, sizeof *w->abs);
+        for (long i = 0; i < w->n_util; i++) w->abs[i] = (gx_idle_sample){t + w->util[i].t_ms, w->util[i].pct};
+    }
+    idle_check(s, wi, t);
+}
+
+/* Take an IdlePolicy (replacing one of the same name) and judge what already runs. */
+static int apply_policy(sim *s, const json_t *doc, int64_t t, gx_err *err)
+{
+    gx_idle_policy *p;
+    if (gx_idle_policy_parse(doc, &p, err) < 0) return -1;
+    size_t i = 0;   /* kept by name, as the daemon keeps them: the first covering one judges */
+    while (i < s->npol && strcmp(s->pol[i]->name, p->name) < 0) i++;
+    if (i < s->npol && !strcmp(s->pol[i]->name, p->name)) {
+        gx_idle_policy_free(s->pol[i]);
+    } else {
+        s->pol = gx_xgrow(s->pol, &s->cappol, s->npol + 1, sizeof *s->pol);
+        memmove(s->pol + i + 1, s->pol + i, (s->npol - i) * sizeof *s->pol);
+        s->npol++;
+    }
+    s->pol[i] = p;
+    for (long k = 0; k < s->nw; k++) if (gx_strmap_get(&s->keys, s->w[k].key)) idle_check(s, k, t);
+    return 0;
+}
+
 static void handle_actions(sim *s, int64_t t, gx_action *acts, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
@@ -372,6 +517,7 @@ static void handle_actions(sim *s, int64_t t, gx_action *acts, size_t n)
             if (w) {
                 w->gen++;
                 if (w->run_ms >= 0) { event ev = {t + w->run_ms, EV_FINISH, 0, wi, w->gen}; ev_push(s, ev); }
+                idle_admitted(s, wi, t);
             }
         } else if (a->kind == GX_ACT_PREEMPT) {
             if (w) w->gen++;
@@ -393,7 +539,7 @@ static int step(sim *s, int64_t t)
         event ev = ev_pop(s);
         if (ev.kind == EV_APPLY) {
             obj_rec *o = &s->o[ev.idx];
-            if (gx_engine_apply(s->e, o->obj, &err) < 0) {
+            if ((is_idle_policy(o->obj) ? apply_policy(s, o->obj, t, &err) : gx_engine_apply(s->e, o->obj, &err)) < 0) {
                 /* objects are applied long after their JSON lost its line map: re-read
                  * the document's text to point at the offending line */
                 gx_yaml_docs d;
@@ -410,6 +556,8 @@ static int step(sim *s, int64_t t)
             o->obj = NULL;
             free(o->text);
             o->text = NULL;
+        } else if (ev.kind == EV_IDLE) {
+            if (ev.gen == s->w[ev.idx].gen) idle_check(s, ev.idx, t);
         } else if (ev.kind == EV_FINISH) {
             wl_rec *w = &s->w[ev.idx];
             if (ev.gen != w->gen) continue;
@@ -456,6 +604,8 @@ static void usage(FILE *f)
           "config.kueue.x-k8s.io Configuration (v1beta2: a fairSharing block; v1beta1: fairSharing.enable), and batch/v1 Jobs or\n"
           "Kueue Workloads annotated with gpuaas.dev/submit-at (e.g. 90s) and\n"
           "gpuaas.dev/run-for (absent = runs forever). Several files form one scenario.\n"
+          "gpuaas.dev/v1alpha1 IdlePolicy documents act on the simulated utilisation signal,\n"
+          "annotation gpuaas.dev/utilization (\"0s=90,600s=2\": percent from each offset after admission).\n"
           "Prints one JSON object per event, then {\"summary\": {...}}.\n", f);
     gx_opts_usage(f, scenario_sets);
 }
@@ -523,11 +673,16 @@ int gx_sim_scenario_main(int argc, char **argv)
         fprintf(s.out, "{\"summary\": {\"admitted\": %ld, \"preempted\": %ld, \"finished\": %ld, \"pending\": %zu, \"deactivated\": %ld, \"makespan\": ",
                 s.n_admitted, s.n_preempted, s.n_finished, gx_engine_count_phase(s.e, GX_PHASE_PENDING), s.n_deactivated);
         put_time(s.out, s.last_t);
+        if (s.npol) fprintf(s.out, ", \"idleReclaimedGpuHours\": %.3f", s.idle_gpu_hours);
         fputs("}}\n", s.out);
     }
     fflush(s.out);
     if (s.out != stdout) fclose(s.out);
-    for (long i = 0; i < s.nw; i++) { free(s.w[i].key); free(s.w[i].cq); gx_engine_spec_free(s.w[i].spec); }
+    for (long i = 0; i < s.nw; i++) {
+        free(s.w[i].key); free(s.w[i].cq); free(s.w[i].util); free(s.w[i].abs); free(s.w[i].tmpl); gx_engine_spec_free(s.w[i].spec);
+    }
+    for (size_t i = 0; i < s.npol; i++) gx_idle_policy_free(s.pol[i]);
+    free(s.pol);
     for (long i = 0; i < s.no; i++) { json_decref(s.o[i].obj); free(s.o[i].text); }
     free(s.w);
     free(s.o);
