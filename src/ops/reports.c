@@ -271,14 +271,14 @@ static int by_key(const void *x, const void *y)
 /* The rows and the total, sorted by (namespace, class). */
 static json_t *render(acc *a, int64_t since, int64_t now, const char *by)
 {
-    qsort(a->g, a->n, sizeof *a->g, by_key);
+    if (a->n) qsort(a->g, a->n, sizeof *a->g, by_key);
     group total;
     memset(&total, 0, sizeof total);
     int64_t talloc = 0, tbusy = 0;
     json_t *rows = json_array();
     for (size_t i = 0; i < a->n; i++) {
         group *g = &a->g[i];
-        qsort(g->waits, g->nwaits, sizeof *g->waits, by_i64);
+        if (g->nwaits) qsort(g->waits, g->nwaits, sizeof *g->waits, by_i64);
         int64_t al = llround(g->alloc), bu = llround(g->busy);
         json_array_append_new(rows, row_json(a, g, al, bu));
         talloc += al;
@@ -291,7 +291,7 @@ static json_t *render(acc *a, int64_t since, int64_t now, const char *by)
             total.nwaits += g->nwaits;
         }
     }
-    qsort(total.waits, total.nwaits, sizeof *total.waits, by_i64);
+    if (total.nwaits) qsort(total.waits, total.nwaits, sizeof *total.waits, by_i64);
     acc none = {0};
     json_t *tot = row_json(&none, &total, talloc, tbusy);
     free(total.waits);
@@ -326,7 +326,7 @@ int gx_report_utilization(const gx_report_src *src, int64_t since_ms, int64_t no
         if (ns_allowed(json_string_value(json_object_get(row, "namespace")) ?: "", namespaces, n_ns))
             add_workload(&a, &H, src, row, since_ms, now_ms);
     json_decref(wls);
-    qsort(H.h, H.n, sizeof *H.h, by_uuid);
+    if (H.n) qsort(H.h, H.n, sizeof *H.h, by_uuid);
     int rc = 0;
     for (size_t lo = 0, hi; lo < H.n && !rc; lo = hi) {
         for (hi = lo + 1; hi < H.n && !strcmp(H.h[hi].uuid, H.h[lo].uuid); hi++) {}
