@@ -232,7 +232,7 @@ async function main() {
     await alice.waitForTimeout(2500);
     await shot(alice, 'gpus');
   });
-  await step('Reports page: alice sees her namespace's GPU time as bars and a table, no one else's', async () => {
+  await step('Reports page: alice sees the GPU time of team-a as bars and a table, and no other namespace', async () => {
     await alice.goto(BASE + '/ui/reports?since=1d');
     await alice.waitForSelector('#report-chart g[data-namespace="team-a"] rect.bar-fg', { timeout: T });
     const names = await alice.locator('#report-chart g[data-namespace]').evaluateAll(gs => gs.map(g => g.dataset.namespace));
