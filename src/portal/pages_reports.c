@@ -14,7 +14,8 @@
 #define ROW_H 34
 
 /* The chart, drawn here as SVG (no script): per namespace a bar for allocated and, under
- * it, one for busy, scaled to the largest allocation; each bar carries its figure. */
+ * it, one for busy, scaled to the largest allocation; each bar carries its figure (in
+ * its title and after it). */
 static void chart(gx_sbuf *b, const json_t *rows)
 {
     double max = 0;
@@ -30,7 +31,7 @@ static void chart(gx_sbuf *b, const json_t *rows)
                    CHART_W, n * ROW_H + 4);
     json_array_foreach(rows, i, r) {
         const char *ns = json_string_value(json_object_get(r, "namespace")) ?: "";
-        double y = (double)i * ROW_H, span = CHART_W - 260;
+        double y = (double)i * ROW_H, span = CHART_W - 140 - 100;   /* label | bars | figures */
         double wa = max > 0 ? span * (double)json_integer_value(json_object_get(r, "allocatedGpuMs")) / max : 0;
         double wb = max > 0 ? span * (double)json_integer_value(json_object_get(r, "busyGpuMs")) / max : 0;
         const char *ha = json_string_value(json_object_get(r, "allocatedGpuHours"));
@@ -38,10 +39,11 @@ static void chart(gx_sbuf *b, const json_t *rows)
         gx_portal_putf(b, "<g data-namespace=\"%H\"><text x=\"0\" y=\"%.0f\" class=\"label\">%H</text>"
                           "<rect class=\"bar-fg\" x=\"140\" y=\"%.0f\" width=\"%.1f\" height=\"12\" data-hours=\"%H\">"
                           "<title>%H: %H GPU-hours allocated</title></rect>"
+                          "<text x=\"%.1f\" y=\"%.0f\" class=\"value\">%H h</text>"
                           "<rect class=\"bar-busy\" x=\"140\" y=\"%.0f\" width=\"%.1f\" height=\"12\" data-hours=\"%H\">"
                           "<title>%H: %H GPU-hours busy</title></rect>"
-                          "<text x=\"%.0f\" y=\"%.0f\" class=\"value\">%H allocated, %H busy</text></g>",
-                       ns, y + 18, ns, y + 4, wa, ha, ns, ha, y + 18, wb, hb, ns, hb, 150 + span, y + 18, ha, hb);
+                          "<text x=\"%.1f\" y=\"%.0f\" class=\"value\">%H h busy</text></g>",
+                       ns, y + 18, ns, y + 4, wa, ha, ns, ha, 146 + wa, y + 14, ha, y + 18, wb, hb, ns, hb, 146 + wb, y + 28, hb);
     }
     gx_sbuf_puts(b, "</svg></figure>");
 }
