@@ -416,6 +416,36 @@ static void gpus(route_ctx *c)
         gx_resp_json(c->resp, 200, out);
 }
 
+/* GET /api/v1/reports/utilization?since=7d&by=namespace|class&namespace=NS: an admin's
+ * covers every namespace (or the one asked for), a user's only their own (docs/api.md). */
+static void reports(route_ctx *c)
+{
+    if (c->nseg != 4 || strcmp(c->seg[3], "utilization")) { gx_resp_errorf(c->resp, 404, "no such path %s", c->req->path); return; }
+    if (!is(c, "GET")) { method_not_allowed(c, "GET"); return; }
+    const char *want = gx_req_query(c->req, "namespace");
+    size_t nn = json_array_size(c->user->namespaces);
+    const char **allowed = gx_xcalloc(nn + 1, sizeof *allowed);
+    size_t n = 0;
+    for (size_t i = 0; i < nn; i++) {
+        const char *ns = json_string_value(json_array_get(c->user->namespaces, i));
+        if (ns && (!want || !strcmp(want, ns))) allowed[n++] = ns;
+    }
+    if (want && c->user->admin) { allowed[0] = want; n = 1; }
+    if (want && !n) gx_resp_errorf(c->resp, 403, "namespace: %s is not one of your namespaces", want);
+    else if (!n && !c->user->admin) gx_resp_errorf(c->resp, 403, "you have no namespace to report on");
+    else {
+        gx_err e;
+        gx_err_clear(&e);
+        json_t *out = NULL;
+        if (gx_d_report_utilization(c->d, gx_req_query(c->req, "since"), gx_req_query(c->req, "by"), allowed,
+                                    c->user->admin && !want ? 0 : n, &out, &e))
+            reply_err(c, &e);
+        else
+            gx_resp_json(c->resp, 200, out);
+    }
+    free(allowed);
+}
+
 /* ---- users ------------------------------------------------------------------------ */
 
 /* GET /api/v1/templates: the portal's request templates as applied (`gpuaas get
@@ -575,6 +605,7 @@ int gx_api_route(void *ud, gx_req *req, gx_resp *resp)
     if (!strcmp(what, "apply") && c.nseg == 3) { apply(&c); return 1; }
     if (!strcmp(what, "gpus") && c.nseg <= 5) { gpus(&c); return 1; }
     if (!strcmp(what, "users") && c.nseg <= 4) { users(&c); return 1; }
+    if (!strcmp(what, "reports")) { reports(&c); return 1; }
     if (!strcmp(what, "templates") && c.nseg == 3) { templates(&c); return 1; }
     if (!strcmp(what, "clusters") && c.nseg == 3) {   /* the Fleet's clusters (docs/fleet.md) */
         if (!is(&c, "GET")) method_not_allowed(&c, "GET");

@@ -12,6 +12,7 @@
 #include "cli/cli.h"
 #include "cli/cmd.h"
 #include "cli/cmd_gpus.h"
+#include "cli/cmd_report.h"
 #include "cli/fmt.h"
 
 static const gx_opt common_opts[] = {
@@ -52,6 +53,13 @@ static const gx_opt logs_opts[] = {
     {"namespace", 'n', "NS", "namespace of a NAME given without NS/ (default: $GPUAAS_NAMESPACE, else your only namespace)"},
     {"follow", 'f', NULL, "keep streaming new output until the workload ends (Ctrl-C stops)"},
     {"pod", 0, "N", "only pod N (0-based index)"},
+    {0},
+};
+static const gx_opt report_opts[] = {   /* its own -o: csv is the report's alone (cmd_report.c) */
+    {"since", 0, "D", "the window: a duration back from now (7d, 36h) or an RFC 3339 time (default 7d)"},
+    {"by", 0, "KEY", "one row per namespace or per class (GPU model); default: per namespace and class"},
+    {"namespace", 'n', "NS", "only namespace NS (a user sees only their own namespaces anyway)"},
+    {"output", 'o', "FORMAT", "table (default), json or csv"},
     {0},
 };
 static const gx_opt queues_opts[] = {
@@ -179,6 +187,12 @@ static const gx_cli_cmd commands[] = {
      "Columns: NODE INDEX MODEL MEMORY MODE SLICES UTIL MEM-USED WORKLOADS; -o wide adds UUID.\n"
      "gpuaas gpus mig apply CONFIG re-lays out a node's MIG devices (admin; see its --help).\n",
      "gpuaas gpus\ngpuaas gpus -o wide\ngpuaas gpus -o json\n", no_opts, 1, 0, 0, gx_cli_run_gpus},
+    {"report", "[--since 7d] [--by namespace|class] [-o table|json|csv]",
+     "GPU-hours allocated and busy, reclaimed, booked and unused, queue waits (per namespace and class)",
+     "Over [since, now). Admins see every namespace, users their own. Hours have two decimals;\n"
+     "-o json and -o csv add the exact GPU-milliseconds. See docs/operations.md, \"Utilisation reports\".\n",
+     "gpuaas report\ngpuaas report --since 30d --by namespace\ngpuaas report --since 2026-12-01T00:00:00Z -o csv\n",
+     report_opts, 0, 0, 0, gx_cli_run_report},
     {"gpus mig apply", "CONFIG [--node N] [-f FILE]", "re-lay out a node's MIG devices from a mig-parted config (admin)",
      "CONFIG names an entry of mig-parted's mig-configs: of the daemon's inventory.migConfig file,\n"
      "or of FILE when -f is given. Every GPU of the node must be idle; a layout that does not\n"
@@ -399,7 +413,7 @@ static int prepare(gx_cli_ctx *c, int argc, char **argv)
         return gx_cli_usage_error(c, "missing argument (%s)", *c->cmd->synopsis ? c->cmd->synopsis : "none expected");
     if (c->cmd->max_pos >= 0 && np > c->cmd->max_pos)
         return gx_cli_usage_error(c, "unexpected argument '%s'", c->args.pos[c->cmd->max_pos]);
-    if (gx_cli_out_parse(gx_opt_get(&c->args, "output"), &c->out))
+    if (c->cmd->output && gx_cli_out_parse(gx_opt_get(&c->args, "output"), &c->out))
         return gx_cli_usage_error(c, "unknown output format '%s' (table, wide, json, yaml)", gx_opt_get(&c->args, "output"));
     if (gx_opt_has(&c->args, "token") && gx_opt_has(&c->args, "token-file"))
         return gx_cli_usage_error(c, "give --token or --token-file, not both");

@@ -79,6 +79,16 @@ int gx_d_gpus(gx_daemon *d, const char *method, const char *const *segs, int n, 
  * readBack, requests: {Pending, Published, Removing, Removed}}]; [] without a Fleet. */
 json_t *gx_d_clusters(gx_daemon *d, const gx_user *u);
 
+/* ---- reports (ops/reports.c, docs/operations.md "Utilisation reports") ---------------- */
+
+/* The utilisation report over [since, now): since is a duration back from now ("7d",
+ * "36h") or an RFC 3339 time, NULL the last 7 days; by "namespace", "class" or NULL
+ * (both); of the namespaces given (n_ns 0: all). *out as ops/reports.h's
+ * gx_report_utilization says. -1 with err: 400 naming "since" or "by", 500 from the
+ * store or the GPU history. */
+int gx_d_report_utilization(gx_daemon *d, const char *since, const char *by, const char *const *namespaces, size_t n_ns,
+                            json_t **out, gx_err *err);
+
 /* ---- users (ops/users.c) ----------------------------------------------------------- */
 
 /* Delete a user: their tokens, the gateway keys and the portal sessions go with them. */

@@ -136,6 +136,8 @@ void gx_portal_request(gx_portal_ctx *c, const char *tpl);
 void gx_portal_queues(gx_portal_ctx *c);
 void gx_portal_quota_post(gx_portal_ctx *c, const char *cq);
 void gx_portal_gpus(gx_portal_ctx *c);
+/* pages_reports.c: Reports (GPU-hours allocated and busy, a chart and the table) */
+void gx_portal_reports(gx_portal_ctx *c);
 
 /* pages_models.c: Models (the catalog of the user's tiers, keys, usage, playground) */
 void gx_portal_models(gx_portal_ctx *c);

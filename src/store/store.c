@@ -108,6 +108,12 @@ static const char *const migrations[] = {
     "  next_attempt_ms INTEGER NOT NULL, published_ms INTEGER NOT NULL, note TEXT NOT NULL,"
     "  created_ms INTEGER NOT NULL, updated_ms INTEGER NOT NULL,"
     "  UNIQUE (namespace, name));",
+    /* 10: GPU time handed back, for the utilisation reports (src/store/reports.c): the
+     * idle policy records what it reclaimed, the reservations what a no-show left unused */
+    "CREATE TABLE idle_reclaims (ns TEXT NOT NULL, class TEXT NOT NULL, gpu_ms INTEGER NOT NULL, at_ms INTEGER NOT NULL);"
+    "CREATE INDEX idle_reclaims_at ON idle_reclaims (at_ms);"
+    "CREATE TABLE reservation_noshows (ns TEXT NOT NULL, class TEXT NOT NULL, gpu_ms INTEGER NOT NULL, at_ms INTEGER NOT NULL);"
+    "CREATE INDEX reservation_noshows_at ON reservation_noshows (at_ms);",
 };
 #define N_MIGRATIONS ((int)(sizeof migrations / sizeof migrations[0]))
 

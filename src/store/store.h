@@ -121,6 +121,18 @@ int gx_store_fleet_delete(gx_store *s, const char *ns, const char *name, gx_err 
  * submission order. */
 json_t *gx_store_fleet_requests(gx_store *s, gx_err *err);
 
+/* Utilisation reports (src/store/reports.c): GPU time handed back. The idle policy
+ * records each reclamation (GPU-milliseconds it freed ahead of the workload's end), a
+ * reservation each no-show (booked GPU-milliseconds left unused); ns is the owner's
+ * namespace, gpu_class the flavor or GPU model. */
+int gx_store_put_idle_reclaim(gx_store *s, const char *ns, const char *gpu_class, int64_t gpu_ms, int64_t at_ms,
+                              gx_err *err);
+int gx_store_put_reservation_noshow(gx_store *s, const char *ns, const char *gpu_class, int64_t gpu_ms,
+                                    int64_t at_ms, gx_err *err);
+/* Sums of one of those tables ("idle_reclaims" or "reservation_noshows") over records
+ * at_ms in [since_ms, until_ms): [{"namespace","class","gpuMs"}] ordered by both. */
+json_t *gx_store_reclaimed(gx_store *s, const char *table, int64_t since_ms, int64_t until_ms, gx_err *err);
+
 /* Small key/value settings (e.g. the schema's own bookkeeping). meta_get: 0 with the
  * value in out, 1 when the key is absent, -1 with err when it could not be read. */
 int gx_store_meta_get(gx_store *s, const char *key, char *out, size_t n, gx_err *err);

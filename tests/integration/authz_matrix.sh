@@ -198,6 +198,7 @@ DELETE /api/v1/nodes/{node}                    401  403   403 2     401   403  4
 GET    /api/v1/templates                       401  2     2   2     401   2    401    2     -
 GET    /api/v1/clusters                        401  2     2   2     401   2    401    2     -
 GET    /api/v1/gpus                            401  2     2   2     401   2    401    2     -
+GET    /api/v1/reports/utilization             401  2     2   2     401   2    401    2     -
 GET    /api/v1/gpus/{gpu}/utilization          401  2     2   2     401   2    401    2     -
 POST   /api/v1/gpus/mig                        401  403   403 400   401   403  401    400   b_mig
 GET    /api/v1/users                           401  403   403 2     401   403  401    2     -
@@ -234,6 +235,7 @@ GET    /ui/models                              L    L     L   L     L     2    2
 GET    /ui/queues                              L    L     L   L     L     2    2      2     -
 POST   /ui/queues/{cq}/quota                   403  403   403 403   403   403  403    R     f_quota
 GET    /ui/gpus                                L    L     L   L     L     2    2      2     -
+GET    /ui/reports                             L    L     L   L     L     2    2      2     -
 GET    /ui/account                             L    L     L   L     L     2    2      2     -
 POST   /ui/account                             403  403   403 403   403   422  403    422   f_account
 GET    /ui/admin                               L    L     L   L     L     403  2      2     -

@@ -232,6 +232,17 @@ async function main() {
     await alice.waitForTimeout(2500);
     await shot(alice, 'gpus');
   });
+  await step('Reports page: alice sees the GPU time of team-a as bars and a table, and no other namespace', async () => {
+    await alice.goto(BASE + '/ui/reports?since=1d');
+    await alice.waitForSelector('#report-chart g[data-namespace="team-a"] rect.bar-fg', { timeout: T });
+    const names = await alice.locator('#report-chart g[data-namespace]').evaluateAll(gs => gs.map(g => g.dataset.namespace));
+    expect(names.join(',') === 'team-a', 'bars for ' + names.join(','));
+    const w = Number(await alice.locator('#report-chart g[data-namespace="team-a"] rect.bar-fg').getAttribute('width'));
+    expect(w > 0, 'the allocated bar has no width');
+    const row = await textOf(alice, '#report-table tbody tr[data-namespace="team-a"]');
+    expect(/H100/.test(row), 'row is ' + row);
+    await shot(alice, 'reports');
+  });
   await step('a non-admin cannot reach the admin pages', async () => {
     const r = await alice.goto(BASE + '/ui/admin');
     expect(r.status() === 403, 'status ' + r.status());
@@ -371,7 +382,8 @@ async function main() {
     const ctx = await browser.newContext({ viewport: { width: 390, height: 844 }, storageState: await alice.context().storageState() });
     const phone = await ctx.newPage();
     for (const [name, url] of [['home', '/'], ['catalog', '/ui/new'], ['form', '/ui/new/interactive-session'], ['queues', '/ui/queues'],
-                               ['workload', session.slice(BASE.length)], ['models', '/ui/models'], ['gpus', '/ui/gpus']]) {
+                               ['workload', session.slice(BASE.length)], ['models', '/ui/models'], ['gpus', '/ui/gpus'],
+                               ['reports', '/ui/reports']]) {
       await phone.goto(BASE + url);
       const [sw, iw] = await phone.evaluate(() => [document.documentElement.scrollWidth, window.innerWidth]);
       expect(sw <= iw, name + ' is ' + sw + ' px wide on a ' + iw + ' px phone');

@@ -114,6 +114,7 @@ Test(store_usage, records_of_the_old_schema_survive_the_upgrade, .init = store_t
     const char *v5 =
         "DROP VIEW usage; DROP TABLE usage_rows; DROP TABLE usage_dims; DROP TABLE usage_marks;"
         "DROP TABLE ns_identities; DROP TABLE fleet_requests;"
+        "DROP TABLE idle_reclaims; DROP TABLE reservation_noshows;"
         "CREATE TABLE usage ("
         "  seq INTEGER PRIMARY KEY AUTOINCREMENT, ts_ms INTEGER NOT NULL,"
         "  key_id TEXT NOT NULL, user TEXT NOT NULL, namespace TEXT NOT NULL, model TEXT NOT NULL,"
