@@ -8,6 +8,7 @@
 #include <string.h>
 #include "core/reservation.h"
 #include "lib/alloc.h"
+#include "core/quantity.h"
 #include "lib/gxtime.h"
 
 #define WEEK_MS (7LL * 86400000LL)
@@ -295,21 +296,23 @@ static int validate(const gx_rsv_request *r, const gx_rsv_window *occ, gx_err *e
 
 static void describe(const gx_rsv_request *r, const fail *f, gx_err *err)
 {
-    char t[GX_TIME_LEN], p[64];
+    char t[GX_TIME_LEN], p[64], q1[48], q2[48], q3[48];
     const gx_rsv_item *it = &r->items[f->item];
     gx_time_fmt(f->at, t, sizeof t);
     if (f->kind == 0)
         gx_errf(err, 409, gx_err_path(p, sizeof p, "spec.resources", "spec.resources[%zu]", f->item),
-                "overbooked: %s %s in %s has %lld, %lld already booked at %s, %lld asked",
-                it->flavor, it->resource, r->pool, (long long)f->max, (long long)f->load, t, (long long)it->qty);
+                "overbooked: %s %s in %s has %s, %s already booked at %s, %s asked", it->flavor, it->resource, r->pool,
+                gx_quantity_format(f->max, q1, sizeof q1), gx_quantity_format(f->load, q2, sizeof q2), t,
+                gx_quantity_format(it->qty, q3, sizeof q3));
     else if (f->kind == 1)
         gx_errf(err, 422, gx_err_path(p, sizeof p, "spec.resources", "spec.resources[%zu].quantity", f->item),
-                "namespace %s booking limit gpusAtOnce is %lld: %lld GPUs already booked at %s, %lld asked",
-                r->ns, (long long)f->max, (long long)f->load, t, (long long)req_gpus(r));
+                "namespace %s booking limit gpusAtOnce is %s: %s GPUs already booked at %s, %s asked", r->ns,
+                gx_quantity_format(f->max, q1, sizeof q1), gx_quantity_format(f->load, q2, sizeof q2), t,
+                gx_quantity_format(req_gpus(r), q3, sizeof q3));
     else
         gx_errf(err, 422, gx_err_path(p, sizeof p, "spec.resources", "spec.resources[%zu].quantity", f->item),
                 "namespace %s booking limit gpuHoursPerWeek is %.2f: %.2f GPU-hours already booked in the week of %s",
-                r->ns, (double)f->max / 3600000.0, (double)f->load / 3600000.0, t);
+                r->ns, (double)f->max / 3600000000.0, (double)f->load / 3600000000.0, t);
 }
 
 int gx_reservation_add(gx_rsv_book *b, const gx_rsv_request *r, gx_rsv_refusal *why)
@@ -365,6 +368,20 @@ int gx_reservation_remove(gx_rsv_book *b, const char *ns, const char *name)
             return 0;
         }
     return -1;
+}
+
+size_t gx_reservation_count(const gx_rsv_book *b) { return b->n_bk; }
+
+void gx_reservation_get(const gx_rsv_book *b, size_t i, gx_rsv_info *out)
+{
+    const booking *k = &b->bk[i];
+    *out = (gx_rsv_info){k->ns, k->name, k->cq, k->n_items, k->lead_ms, k->no_show_ms};
+}
+
+gx_rsv_item gx_reservation_item(const gx_rsv_book *b, size_t i, size_t k)
+{
+    const item *it = &b->bk[i].items[k];
+    return (gx_rsv_item){it->flavor, it->resource, it->qty};
 }
 
 static const booking *find(const gx_rsv_book *b, const char *ns, const char *name)

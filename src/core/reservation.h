@@ -17,7 +17,10 @@
  *
  * Limits (per namespace, optional): gpusAtOnce, the booked GPUs of the namespace at any
  * instant; gpuHoursPerWeek, booked GPU-hours in each calendar week (Monday 00:00 UTC to
- * the next). GPUs are the resource named GX_RSV_GPU. */
+ * the next). GPUs are the resource named GX_RSV_GPU.
+ *
+ * Quantities are milli-units (core/quantity, as everywhere in the engine): 2 GPUs are
+ * 2000; gpusAtOnce likewise; gpuHoursPerWeek is given in milli-GPU-milliseconds. */
 #ifndef GX_RESERVATION_H
 #define GX_RESERVATION_H
 #include <stddef.h>
@@ -79,6 +82,18 @@ int gx_reservation_add(gx_rsv_book *b, const gx_rsv_request *r, gx_rsv_refusal *
 void gx_reservation_refusal_free(gx_rsv_refusal *why);
 /* Remove a booking; -1 when there is none. */
 int gx_reservation_remove(gx_rsv_book *b, const char *ns, const char *name);
+
+/* Bookings by index (0 .. count-1, in the order added; an index changes when an earlier
+ * booking is removed). */
+typedef struct gx_rsv_info {
+    const char *ns, *name, *cluster_queue;
+    size_t n_items;
+    int64_t lead_ms, no_show_ms;
+} gx_rsv_info;
+size_t gx_reservation_count(const gx_rsv_book *b);
+void gx_reservation_get(const gx_rsv_book *b, size_t i, gx_rsv_info *out);
+/* Item k of booking i. */
+gx_rsv_item gx_reservation_item(const gx_rsv_book *b, size_t i, size_t k);
 
 /* ---- what admission asks at an instant ------------------------------------------------ */
 
