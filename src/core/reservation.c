@@ -328,6 +328,7 @@ int gx_reservation_add(gx_rsv_book *b, const gx_rsv_request *r, gx_rsv_refusal *
     if (validate(r, occ, &why->err) < 0) goto refused;
     if (!fits(b, r, occ, 0, &f)) {
         describe(r, &f, &why->err);
+        why->conflict = 1;
         if (f.kind != 2) {
             conflicts(b, r, &f, occ[f.occ], why);
             alternatives(b, r, occ, why);

@@ -58,6 +58,7 @@ typedef struct gx_rsv_conflict {
  * within a week changes nothing). */
 typedef struct gx_rsv_refusal {
     gx_err err;
+    int conflict;                       /* 1: valid but does not fit (capacity or a limit); 0: malformed */
     gx_rsv_conflict conf[GX_RSV_MAX_CONFLICTS]; size_t n_conf;
     int has_before, has_after;
     gx_rsv_window alt_before, alt_after;
