@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <time.h>
 #include "lib/alloc.h"
+#include "lib/gxtime.h"
 #include "lib/tzwin.h"
 
 static pthread_mutex_t tz_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -77,4 +78,44 @@ long gx_tzwin_weekly(const char *tz, int64_t first_start, int64_t first_end, uns
     free(old);
     *out = v;
     return (long)n;
+}
+
+static int spec_time(const json_t *spec, const char *k, int allow_offsets, int64_t *ms, gx_err *err)
+{
+    const char *v = json_string_value(json_object_get(spec, k));
+    if (v && gx_time_parse(v, ms) == 0) return 0;
+    if (v && allow_offsets) {
+        char *end;
+        double x = strtod(v, &end);
+        if (end != v && !*end && x >= 0) { *ms = (int64_t)(x * 1000.0 + 0.5); return 0; }
+        if ((*ms = gx_duration_parse(v)) >= 0) return 0;
+    }
+    char f[32];
+    snprintf(f, sizeof f, "spec.%s", k);
+    return gx_errf(err, 422, f, allow_offsets ? "required: RFC 3339 (2026-12-07T09:00:00+01:00) or an offset from the start (600s)"
+                                              : "required: RFC 3339 with an offset, e.g. 2026-12-07T09:00:00+01:00");
+}
+
+long gx_tzwin_spec(const json_t *spec, int allow_offsets, int64_t from, int64_t horizon, gx_tzwin_occ **out, gx_err *err)
+{
+    int64_t st, en;
+    *out = NULL;
+    if (spec_time(spec, "start", allow_offsets, &st, err) < 0 || spec_time(spec, "end", allow_offsets, &en, err) < 0) return -1;
+    const json_t *rec = json_object_get(spec, "recurrence");
+    if (!rec || json_is_null(rec)) {
+        *out = gx_xmalloc(sizeof **out);
+        (*out)[0] = (gx_tzwin_occ){st, en};
+        return 1;
+    }
+    const json_t *days = json_object_get(rec, "weekly"), *d;
+    unsigned mask = 0;
+    size_t i;
+    if (!json_is_array(days)) return gx_errf(err, 422, "spec.recurrence.weekly", "a list of days (Mon..Sun) is required");
+    json_array_foreach(days, i, d) {
+        int wd = gx_tzwin_day(json_string_value(d));
+        if (wd < 0) return gx_errf(err, 422, "spec.recurrence.weekly", "not a day: use Mon, Tue, Wed, Thu, Fri, Sat, Sun");
+        mask |= 1u << wd;
+    }
+    const char *tz = json_string_value(json_object_get(rec, "timeZone"));
+    return gx_tzwin_weekly(tz ? tz : "UTC", st, en, mask, from, from + horizon, 10000, out, err);
 }

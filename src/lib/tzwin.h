@@ -31,4 +31,12 @@ int gx_tzwin_zone_ok(const char *tz);
 long gx_tzwin_weekly(const char *tz, int64_t first_start, int64_t first_end, unsigned days,
                      int64_t from, int64_t to, size_t max, gx_tzwin_occ **out, gx_err *err);
 
+/* The occurrences of a Reservation's spec (start, end: RFC 3339, or with allow_offsets
+ * also an offset from 0 such as "600s" for the scenario runner; recurrence {weekly: [Mon..],
+ * timeZone}, UTC when absent) that overlap [from, from + horizon): one window without a
+ * recurrence (returned whatever from is). *out malloc'd; count, or -1 with err naming the
+ * field. */
+#include <jansson.h>
+long gx_tzwin_spec(const json_t *spec, int allow_offsets, int64_t from, int64_t horizon, gx_tzwin_occ **out, gx_err *err);
+
 #endif

@@ -353,40 +353,14 @@ static int is_reservation(const json_t *d)
     return k && av && !strcmp(k, "Reservation") && !strcmp(av, "gpuaas.dev/v1alpha1");
 }
 
-/* spec.start / spec.end: RFC 3339, or an offset from the scenario's start. */
-static int rsv_time(const json_t *spec, const char *k, int64_t *ms, gx_err *err)
-{
-    const char *v = json_string_value(json_object_get(spec, k));
-    if (v && (gx_time_parse(v, ms) == 0 || parse_duration(v, ms) == 0)) return 0;
-    char f[32];
-    snprintf(f, sizeof f, "spec.%s", k);
-    return gx_errf(err, 422, f, "required: RFC 3339 (2026-12-07T09:00:00+01:00) or an offset from the scenario's start (600s)");
-}
-
-/* The booking's occurrences: one window, or a weekly recurrence from it. */
+/* The booking's occurrences: one window, or a weekly recurrence for RSV_HORIZON from its start. */
 static long rsv_occurrences(const json_t *spec, gx_rsv_window **out, gx_err *err)
 {
-    int64_t st, en;
-    if (rsv_time(spec, "start", &st, err) < 0 || rsv_time(spec, "end", &en, err) < 0) return -1;
-    const json_t *rec = json_object_get(spec, "recurrence");
-    if (!rec || json_is_null(rec)) {
-        *out = gx_xmalloc(sizeof **out);
-        (*out)[0] = (gx_rsv_window){st, en};
-        return 1;
-    }
-    const json_t *days = json_object_get(rec, "weekly");
-    unsigned mask = 0;
-    size_t i;
-    const json_t *d;
-    if (!json_is_array(days)) return gx_errf(err, 422, "spec.recurrence.weekly", "a list of days (Mon..Sun) is required");
-    json_array_foreach(days, i, d) {
-        int wd = gx_tzwin_day(json_string_value(d));
-        if (wd < 0) return gx_errf(err, 422, "spec.recurrence.weekly", "not a day: use Mon, Tue, Wed, Thu, Fri, Sat, Sun");
-        mask |= 1u << wd;
-    }
-    const char *tz = json_string_value(json_object_get(rec, "timeZone"));
     gx_tzwin_occ *o;
-    long n = gx_tzwin_weekly(tz ? tz : "UTC", st, en, mask, st, st + RSV_HORIZON, 1000, &o, err);
+    int64_t st = 0;
+    const char *sv = json_string_value(json_object_get(spec, "start"));
+    if (sv && gx_time_parse(sv, &st) < 0 && parse_duration(sv, &st) < 0) st = 0;
+    long n = gx_tzwin_spec(spec, 1, st, RSV_HORIZON, &o, err);
     if (n < 0) return -1;
     *out = gx_xmalloc((size_t)(n ? n : 1) * sizeof **out);
     for (long k = 0; k < n; k++) (*out)[k] = (gx_rsv_window){o[k].start, o[k].end};

@@ -98,3 +98,38 @@ Test(tzwin, refusals_name_the_field_and_tz_is_restored)
     cr_assert_str_eq(getenv("TZ"), "Asia/Tokyo");
     unsetenv("TZ");
 }
+
+static json_t *J(const char *s)
+{
+    json_t *j = json_loads(s, 0, NULL);
+    cr_assert(j, "%s", s);
+    return j;
+}
+
+Test(tzwin, reservation_spec_windows_offsets_and_errors)
+{
+    gx_tzwin_occ *o;
+    gx_err err;
+    json_t *s = J("{\"start\": \"600s\", \"end\": \"1800\"}");
+    cr_assert_eq(gx_tzwin_spec(s, 1, 0, 1000, &o, &err), 1, "offsets in the scenario runner");
+    cr_assert_eq(o[0].start, 600000);
+    cr_assert_eq(o[0].end, 1800000);
+    free(o);
+    cr_assert_eq(gx_tzwin_spec(s, 0, 0, 1000, &o, &err), -1, "the daemon wants RFC 3339");
+    cr_assert_str_eq(err.field, "spec.start");
+    json_decref(s);
+    s = J("{\"start\": \"2026-10-19T09:00:00+02:00\", \"end\": \"2026-10-19T17:00:00+02:00\","
+          " \"recurrence\": {\"weekly\": [\"Mon\"], \"timeZone\": \"Europe/Paris\"}}");
+    cr_assert_eq(gx_tzwin_spec(s, 0, T("2026-10-20T00:00:00Z"), 7 * 86400000LL, &o, &err), 1, "the horizon starts at from");
+    cr_assert_eq(o[0].start, T("2026-10-26T08:00:00Z"));
+    free(o);
+    json_decref(s);
+    s = J("{\"start\": \"0s\", \"end\": \"60s\", \"recurrence\": {\"weekly\": [\"Monday\"]}}");
+    cr_assert_eq(gx_tzwin_spec(s, 1, 0, 1000, &o, &err), -1);
+    cr_assert_str_eq(err.field, "spec.recurrence.weekly");
+    json_decref(s);
+    s = J("{\"start\": \"0s\"}");
+    cr_assert_eq(gx_tzwin_spec(s, 1, 0, 1000, &o, &err), -1);
+    cr_assert_str_eq(err.field, "spec.end");
+    json_decref(s);
+}
