@@ -9,9 +9,9 @@
  * expanded into instants by the shell (lib/tzwin) and handed in as occurrences; "now"
  * comes in as an argument.
  *
- * The capacity rule: a booking draws on a pool, the flavor's total nominal quota in the
- * owner ClusterQueue's cohort tree (or in the ClusterQueue alone when it has no cohort).
- * The caller names the pool and sets its capacity per (flavor, resource); at every instant
+ * The capacity rule: a booking draws on a pool whose capacity the caller names and sets
+ * per (flavor, resource); the engine's pool is the owner ClusterQueue and its capacity that
+ * queue's nominal quota (what its cohort lends it cannot be guaranteed). At every instant
  * the bookings of one pool, flavor and resource add up to at most that capacity. A pool
  * with no capacity set for a flavor/resource has none: every booking of it is refused.
  *
