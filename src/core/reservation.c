@@ -261,7 +261,7 @@ static void alternatives(const gx_rsv_book *b, const gx_rsv_request *r, const gx
                 }
         }
     }
-    qsort(d, n, sizeof *d, cmp_i64);
+    if (n) qsort(d, n, sizeof *d, cmp_i64);
     fail f;
     for (size_t i = 0; i < n && !why->has_after; i++)
         if (d[i] > 0 && (i == 0 || d[i] != d[i - 1]) && fits(b, r, occ, d[i], &f)) {
