@@ -122,9 +122,9 @@ static const gx_cli_cmd commands[] = {
      /* the kinds: tests/integration/first_hour.sh checks this list against the daemon's */
      "Kinds: ResourceFlavor, Cohort, ClusterQueue, LocalQueue, WorkloadPriorityClass,\n"
      "AdmissionCheck (Kueue's; a v1 List of them too, as `get -o yaml` prints),\n"
-     "Node (the simulated inventory), Tier and Model (the gateway's), Template and\n"
-     "PortalConfig (the portal's), IdlePolicy (idle GPUs: docs/queueing.md), Fleet (the\n"
-     "clusters of fleet mode: docs/fleet.md).\n"
+     "Node (the simulated inventory), Reservation (a booking of a ClusterQueue's quota),\n"
+     "Tier and Model (the gateway's), Template and PortalConfig (the portal's), IdlePolicy\n"
+     "(idle GPUs: docs/queueing.md), Fleet (the clusters of fleet mode: docs/fleet.md).\n"
      "Sends the documents to POST /api/v1/apply. Several YAML files go in one request, so\n"
      "either all of them are applied or none; when one of them is JSON, each file is sent\n"
      "on its own, in order. Admin only. A file may be at most 4 MiB.\n",

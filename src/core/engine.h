@@ -24,6 +24,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <jansson.h>
+#include "core/reservation.h"
 #include "lib/err.h"
 
 typedef struct gx_engine gx_engine;
@@ -102,6 +103,8 @@ typedef enum gx_act_kind {
     GX_ACT_ADMIT = 1,      /* workload got quota and devices: start it */
     GX_ACT_PREEMPT,        /* workload was evicted for `by`: stop it (it is Pending again) */
     GX_ACT_DEACTIVATE,     /* workload ran out of time (MaximumExecutionTimeExceeded): stop it */
+    GX_ACT_RESERVATION,    /* a booking changed: workload = the Reservation's "ns/name", reason
+                            * ReservationStarted / ReservationEnded / ReservationReleased (no-show) */
 } gx_act_kind;
 
 typedef struct gx_action {
@@ -305,5 +308,23 @@ size_t gx_engine_gpus(const gx_engine *e, const char *node, gx_engine_gpu *out, 
 
 /* Number of workloads in a phase (GX_PHASE_ABSENT: all of them). */
 size_t gx_engine_count_phase(const gx_engine *e, gx_wl_phase p);
+
+/* ---- bookings: kind Reservation, gpuaas.dev/v1alpha1 (engine_rsv.c, core/reservation.h)
+ * The shell turns spec.start/end/recurrence into occurrences (UTC [start, end) ms; lib/tzwin
+ * for a weekly recurrence) and hands them in with the object, whose metadata and
+ * spec.clusterQueue, spec.resources [{flavor, name, quantity}], spec.leadTime and
+ * spec.noShowTimeout the engine reads. A booking draws on its ClusterQueue's nominal quota
+ * of each flavor/resource: never more is booked at any instant. During an occurrence the
+ * ClusterQueue reclaims the booked quantity from borrowers of its cohort whatever its
+ * reclaimWithinCohort (reason ReservationStarted); from start - leadTime to start, other
+ * queues are admitted onto the booked capacity only when their maximum execution time ends
+ * by start; noShowTimeout after start with nothing of the queue using the booked
+ * flavor/resources, the occurrence is released. Not with fair sharing's preemption. */
+/* Add or replace a booking at now_ms. 0, or -1 with *why (err names the field; a refused
+ * booking lists its conflicts and free windows); free it with gx_reservation_refusal_free. */
+int gx_engine_reservation_apply(gx_engine *e, const json_t *obj, const gx_rsv_window *occ, size_t n_occ,
+                                int64_t now_ms, gx_rsv_refusal *why);
+/* -1 with 404 when there is no such booking. */
+int gx_engine_reservation_delete(gx_engine *e, const char *ns, const char *name, gx_err *err);
 
 #endif

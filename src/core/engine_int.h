@@ -214,6 +214,7 @@ enum {
     GX_WHY_PREEMPTING,           /* preemption issued, waiting for victims */
     GX_WHY_NO_DEVICE,            /* quota fits, devices do not */
     GX_WHY_SKIPPED,              /* fitted, but an earlier admission this cycle took it */
+    GX_WHY_BOOKED,               /* lead time of a booking: would not end before it starts */
 };
 typedef struct gx_why {
     uint8_t kind;
@@ -318,6 +319,8 @@ struct gx_engine {
     /* AdmissionCheck objects (engine_check.c) */
     struct gx_ac *acs; int n_ac, cap_ac; gx_strmap ac_map;
     int n_chk_go;                /* workloads whose checks all became Ready (chk_wait 2) */
+    /* bookings (engine_rsv.c): NULL until the first; rsv_prev: the last pass that looked */
+    struct gx_rsv_book *rsv; int64_t rsv_prev, rsv_now;
     /* actions being produced by schedule() */
     gx_action *acts; size_t n_acts, cap_acts;
 };
@@ -482,6 +485,17 @@ void gx_engine_check_wl_free(gx_wl *w);
 void gx_engine_check_restore(gx_engine *e, gx_wl *w, const json_t *status, int64_t admitted_at);
 int gx_engine_check_restoring(const json_t *status);   /* status of a workload waiting for checks? */
 json_t *gx_engine_check_view(const gx_wl *w);           /* status.admissionChecks, NULL when none */
+
+/* engine_rsv.c: bookings in admission (see engine.h) */
+void gx_engine_rsv_pass(gx_engine *e, int64_t now);     /* start of schedule(): events, no-shows */
+/* Must w (assignment a, in cq) wait because it would run into a booking's window? 1 = hold
+ * (w->why filled). */
+int gx_engine_rsv_hold(gx_engine *e, int cq, gx_wl *w, const gx_assign *a, int64_t now);
+/* Does an active booking of cq cover n amounts of frs on top of its usage (so that it may
+ * reclaim them from borrowers whatever its policy)? */
+int gx_engine_rsv_covers(const gx_engine *e, int cq, const int *fr, const int64_t *amt, int n);
+int64_t gx_engine_rsv_wakeup(const gx_engine *e, int64_t now);
+void gx_engine_rsv_free(gx_engine *e);
 
 /* engine_view.c */
 char *gx_engine_view_why(const gx_engine *e, const gx_wl *w);

@@ -21,7 +21,7 @@
 #include <string.h>
 #include "core/engine_int.h"
 
-enum { V_NEVER = 0, V_WITHIN, V_HIER, V_NOBORROW, V_WHILEBORROW, V_FAIR };
+enum { V_NEVER = 0, V_WITHIN, V_HIER, V_NOBORROW, V_WHILEBORROW, V_FAIR, V_RSV };
 
 /* A candidate with its sort key precomputed (other queue first, lower priority,
  * later admission, lower sequence), so sorting does not chase workload pointers. */
@@ -36,6 +36,7 @@ typedef struct pctx {
     int nreq;
     int req_fr[GX_MAX_USE];
     int64_t req_amt[GX_MAX_USE];
+    int rsv;                     /* an active booking of the queue covers the request (engine_rsv.c) */
 } pctx;
 
 static int uses_frs(const gx_engine *e, const gx_wl *w, const pctx *p)
@@ -61,6 +62,7 @@ static int within_nominal(const gx_engine *e, int node, const pctx *p)
 static int too_high(const pctx *p, const gx_wl *cw)
 {
     const gx_cq *c = &p->e->cqs[p->cq];
+    if (p->rsv && cw->cq != p->cq) return 0;    /* a booking takes back its capacity from anyone */
     int policy = cw->cq == p->cq ? c->p_within : c->p_reclaim;
     int lower = p->w->priority > cw->priority;
     if (policy == GX_PW_LOWER) return !lower;
@@ -76,6 +78,7 @@ static int classify(const pctx *p, const gx_wl *cw, int hier_adv)
     if (!uses_frs(p->e, cw, p)) return V_NEVER;
     if (too_high(p, cw)) return V_NEVER;
     if (cw->cq == p->cq) return V_WITHIN;
+    if (p->rsv) return V_RSV;
     if (hier_adv) return V_HIER;
     const gx_cq *c = &p->e->cqs[p->cq];
     if (c->p_borrow == GX_PW_NEVER) return V_NOBORROW;
@@ -151,7 +154,7 @@ static void collect(const pctx *p, clist *all, int *no_other, int *no_hier)
     clist same = {0}, hier = {0}, prio = {0};
     if (c->p_within != GX_PW_NEVER) from_cq(p, p->cq, -1, 0, &same);
     const gx_qnode *cn = &e->nodes_q[c->node];
-    if (cn->parent >= 0 && c->p_reclaim != GX_PW_NEVER) {
+    if (cn->parent >= 0 && (c->p_reclaim != GX_PW_NEVER || p->rsv)) {
         int64_t rem[GX_MAX_USE];
         for (int k = 0; k < p->nreq; k++) rem[k] = p->req_amt[k];
         int adv = fit_in_quota(e, c->node, rem, p);
@@ -218,6 +221,7 @@ static const char *variant_reason(int v)
     case V_WITHIN: return "InClusterQueue";
     case V_WHILEBORROW: return "InCohortReclaimWhileBorrowing";
     case V_FAIR: return "InCohortFairSharing";
+    case V_RSV: return "ReservationStarted";
     default: return "InCohortReclamation";
     }
 }
@@ -264,11 +268,24 @@ static int under_nominal(const pctx *p)
     return 1;
 }
 
+/* The amounts needing preemption, covered by an active booking of the queue? */
+static int rsv_covers(const pctx *p)
+{
+    int fr[GX_MAX_USE];
+    int64_t amt[GX_MAX_USE];
+    int n = 0;
+    for (int k = 0; k < p->nreq; k++)
+        for (int j = 0; j < p->nfr; j++)
+            if (p->req_fr[k] == p->fr[j]) { fr[n] = p->req_fr[k]; amt[n++] = p->req_amt[k]; break; }
+    return gx_engine_rsv_covers(p->e, p->cq, fr, amt, n);
+}
+
 /* The classical strategy: which of "with borrowing" / "without" to try, in order. */
 static int classical(pctx *p, int **targets, int **variants)
 {
     clist all = {0};
     int no_other, no_hier;
+    p->rsv = rsv_covers(p);
     collect(p, &all, &no_other, &no_hier);
     if (!all.n) { free(all.v); return 0; }
     int forbidden = p->e->cqs[p->cq].p_borrow == GX_PW_NEVER;

@@ -123,7 +123,7 @@ static void expire(gx_engine *e, int64_t now)
 
 int64_t gx_engine_next_wakeup(const gx_engine *e, int64_t now_ms)
 {
-    int64_t best = INT64_MAX;
+    int64_t best = gx_engine_rsv_wakeup(e, now_ms);
     if (!e->n_max_exec) return best;
     for (int i = 0; i < e->n_wl; i++) {
         const gx_wl *w = &e->wls[i];
@@ -207,6 +207,11 @@ static void nominate(gx_engine *e, entry *en)
         return;
     }
     gx_engine_assign(e, w, NULL, &en->a);
+    if (en->a.mode != GX_M_NOFIT && gx_engine_rsv_hold(e, en->cq, w, &en->a, e->rsv_now)) {
+        en->a.mode = GX_M_NOFIT;      /* lead time of a booking: held, not preempting */
+        en->a.why = w->why;
+        return;
+    }
     if (en->a.mode != GX_M_FIT && en->a.mode != GX_M_NOFIT)
         gx_engine_preempt_targets(e, en->cq, w, &en->a, &en->targets, &en->n_targets);
     if (en->a.mode == GX_M_NOFIT || (en->a.mode != GX_M_FIT && !en->n_targets)) {
@@ -300,6 +305,7 @@ size_t gx_engine_schedule(gx_engine *e, int64_t now_ms, gx_action **out)
     e->n_acts = 0;
     gx_engine_quota_ensure(e);
     if (e->orphans) { gx_engine_wl_attach_orphans(e); e->orphans = 0; }
+    gx_engine_rsv_pass(e, now_ms);
     gx_engine_check_pass(e, now_ms);
     expire(e, now_ms);
     drain(e, now_ms);

@@ -34,6 +34,7 @@ static const char *why_reason(const gx_engine *e, const gx_wl *w)
     case GX_WHY_BORROW_LIMIT: return "BorrowingLimitReached";
     case GX_WHY_PREEMPTING: return "WaitingForPreemption";
     case GX_WHY_NO_DEVICE: return "NoDeviceFits";
+    case GX_WHY_BOOKED: return "WaitingForReservation";
     default: return "Pending";
     }
 }
@@ -102,6 +103,12 @@ char *gx_engine_view_why(const gx_engine *e, const gx_wl *w)
     case GX_WHY_SKIPPED:
         snprintf(m, sizeof m, "Workload no longer fits after processing another workload");
         break;
+    case GX_WHY_BOOKED: {
+        char t[GX_TIME_LEN];
+        snprintf(m, sizeof m, "%s %s in flavor %s is booked from %s: only a workload whose maximum execution time ends by then may use it",
+                 q(y->need, b1), rname(e, y->res), fname(e, y->flavor), gx_time_fmt(y->nominal, t, sizeof t));
+        break;
+    }
     default:
         snprintf(m, sizeof m, "waiting in ClusterQueue %s to be considered by the scheduler", cqn);
     }

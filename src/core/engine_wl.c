@@ -95,6 +95,7 @@ void gx_engine_free(gx_engine *e)
     gx_share_engine_free(e);
     gx_engine_obj_free_all(e);
     gx_engine_check_free_all(e);
+    gx_engine_rsv_free(e);
     gx_engine_util_names_free(&e->res);
     gx_engine_util_names_free(&e->flv);
     gx_engine_util_names_free(&e->reasons);

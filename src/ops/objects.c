@@ -10,7 +10,9 @@
 #include "ops/daemon.h"
 #include "core/kueue_schema.h"
 #include "ops/k8s.h"
+#include "lib/gxtime.h"
 #include "lib/k8sname.h"
+#include "lib/tzwin.h"
 #include "lib/yaml.h"
 #include "lib/alloc.h"
 
@@ -37,17 +39,63 @@ int gx_d_register_kind(gx_daemon *d, const gx_kind *k)
 
 /* ---- the engine's kinds: judged on a scratch engine, applied to the live one -------- */
 
+/* A Reservation's occurrences are expanded here, in the shell (the engine reads no
+ * clock and no tz database), for RSV_HORIZON from now: again whenever it is applied,
+ * at every start included. */
+#define RSV_HORIZON (26LL * 7 * 86400000LL)
+
+static int is_reservation(const json_t *doc)
+{
+    return !strcmp(json_string_value(json_object_get(doc, "kind")) ?: "", "Reservation");
+}
+
+/* A refused booking's message: the engine's reason, the conflicts, the free windows. */
+static void refusal_msg(const gx_rsv_refusal *why, gx_err *err)
+{
+    char m[sizeof err->msg], a[GX_TIME_LEN], b[GX_TIME_LEN];
+    size_t at = (size_t)snprintf(m, sizeof m, "%s", why->err.msg);
+    for (size_t i = 0; i < why->n_conf && at < sizeof m; i++)
+        at += (size_t)snprintf(m + at, sizeof m - at, "%s%s/%s [%s, %s)", i ? ", " : "; conflicts with ", why->conf[i].ns,
+                               why->conf[i].name, gx_time_fmt(why->conf[i].w.start, a, sizeof a), gx_time_fmt(why->conf[i].w.end, b, sizeof b));
+    if (at < sizeof m && why->has_before)
+        at += (size_t)snprintf(m + at, sizeof m - at, "; free before: [%s, %s)", gx_time_fmt(why->alt_before.start, a, sizeof a),
+                               gx_time_fmt(why->alt_before.end, b, sizeof b));
+    if (at < sizeof m && why->has_after)
+        snprintf(m + at, sizeof m - at, "; free after: [%s, %s)", gx_time_fmt(why->alt_after.start, a, sizeof a),
+                 gx_time_fmt(why->alt_after.end, b, sizeof b));
+    *err = why->err;
+    snprintf(err->msg, sizeof err->msg, "%s", m);
+}
+
+static int engine_put(gx_daemon *d, gx_engine *e, const json_t *doc, gx_err *err)
+{
+    if (!is_reservation(doc)) return gx_engine_apply(e, doc, err);
+    int64_t now = gx_loop_now(d->loop);
+    gx_tzwin_occ *o;
+    long n = gx_tzwin_spec(json_object_get(doc, "spec"), 0, now, RSV_HORIZON, &o, err);
+    if (n < 0) return -1;
+    gx_rsv_window *w = gx_xmalloc((size_t)(n ? n : 1) * sizeof *w);
+    for (long k = 0; k < n; k++) w[k] = (gx_rsv_window){o[k].start, o[k].end};
+    free(o);
+    gx_rsv_refusal why;
+    int rc = gx_engine_reservation_apply(e, doc, w, (size_t)n, now, &why);
+    free(w);
+    if (rc) refusal_msg(&why, err);
+    gx_reservation_refusal_free(&why);
+    return rc;
+}
+
 static int engine_validate(void *ud, const json_t *doc, json_t *const *others, size_t n, gx_err *err)
 {
     (void)others; (void)n;
     gx_daemon *d = ud;
-    return gx_engine_apply(d->scratch, doc, err);
+    return engine_put(d, d->scratch, doc, err);
 }
 
 static int engine_apply(void *ud, const json_t *doc, gx_err *err)
 {
     gx_daemon *d = ud;
-    if (gx_engine_apply(d->eng, doc, err)) return -1;
+    if (engine_put(d, d->eng, doc, err)) return -1;
     d->dirty = 1;
     return 0;
 }
@@ -55,7 +103,8 @@ static int engine_apply(void *ud, const json_t *doc, gx_err *err)
 static int engine_remove(void *ud, const char *kind, const char *ns, const char *name, gx_err *err)
 {
     gx_daemon *d = ud;
-    if (gx_engine_delete(d->eng, kind, ns, name, err)) return -1;
+    if (!strcmp(kind, "Reservation") ? gx_engine_reservation_delete(d->eng, ns ? ns : "default", name, err)
+                                     : gx_engine_delete(d->eng, kind, ns, name, err)) return -1;
     d->dirty = 1;
     return 0;
 }
@@ -63,10 +112,11 @@ static int engine_remove(void *ud, const char *kind, const char *ns, const char 
 void gx_d_register_engine_kinds(gx_daemon *d)
 {
     static const char *const names[] = {"ResourceFlavor", "AdmissionCheck", "Cohort", "ClusterQueue", "LocalQueue",
-                                        "WorkloadPriorityClass", "Node"};
+                                        "WorkloadPriorityClass", "Node", "Reservation"};
     for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
+        int ours = !strcmp(names[i], "Node") || !strcmp(names[i], "Reservation");
         gx_kind k = {.kind = names[i],
-                     .api_version = strcmp(names[i], "Node") ? "kueue.x-k8s.io/v1beta2" : "gpuaas.dev/v1alpha1",
+                     .api_version = ours ? "gpuaas.dev/v1alpha1" : "kueue.x-k8s.io/v1beta2",
                      .validate = engine_validate, .apply = engine_apply, .remove = engine_remove, .ud = d};
         gx_d_register_kind(d, &k);
     }
@@ -120,7 +170,8 @@ static int check_names(const json_t *doc, gx_err *err)
     }
     if (gx_k8s_check_subdomain(name, GX_K8S_SUBDOMAIN_MAX, "metadata.name", err)) return -1;
     const char *ns = json_string_value(json_object_get(md, "namespace"));
-    if (!strcmp(json_string_value(json_object_get(doc, "kind")), "LocalQueue") && ns &&
+    const char *kind = json_string_value(json_object_get(doc, "kind"));
+    if ((!strcmp(kind, "LocalQueue") || !strcmp(kind, "Reservation")) && ns &&
         gx_k8s_check_label(ns, GX_K8S_LABEL_MAX, "metadata.namespace", err))
         return -1;
     return 0;
@@ -132,7 +183,8 @@ static void obj_key(const json_t *doc, char *out, size_t n, const char **kind, c
     *kind = json_string_value(json_object_get(doc, "kind"));
     *name = json_string_value(json_object_get(md, "name")) ?: "";
     *ns = "";
-    if (*kind && !strcmp(*kind, "LocalQueue")) *ns = json_string_value(json_object_get(md, "namespace")) ?: "default";
+    if (*kind && (!strcmp(*kind, "LocalQueue") || !strcmp(*kind, "Reservation")))   /* the namespaced kinds */
+        *ns = json_string_value(json_object_get(md, "namespace")) ?: "default";
     snprintf(out, n, "%s/%s/%s", *kind ? *kind : "", *ns, *name);
 }
 
@@ -146,7 +198,7 @@ static int apply_current(gx_daemon *d, gx_engine *e, gx_err *err)
         json_t *m;
         json_object_foreach(d->objects, k, m) {
             if (kind_rank(d, json_string_value(json_object_get(m, "kind"))) != r) continue;
-            if (gx_engine_apply(e, m, err)) return -1;
+            if (engine_put(d, e, m, err)) return -1;
         }
     }
     return 0;

@@ -154,7 +154,8 @@ static void apply_actions(gx_daemon *d, const gx_action *acts, size_t n)
     int ok = gx_store_begin(d->store, &e) == 0;
     /* 1. record the decisions */
     for (size_t i = 0; i < n; i++) {
-        gx_run *w = wl_get(d, acts[i].workload);
+        /* a booking's event names the Reservation, not a workload */
+        gx_run *w = acts[i].kind == GX_ACT_RESERVATION ? NULL : wl_get(d, acts[i].workload);
         if (!w) continue;
         if (acts[i].kind == GX_ACT_ADMIT) {
             gx_exec_admit(d->exec, w);   /* started in step 2, after the commit */

@@ -9,6 +9,12 @@
  * the workload's latest admission); their warnings and actions are event lines.
  * Must not: carry admission logic of its own; every decision comes from the engine.
  *
+ * Reservations (gpuaas.dev/v1alpha1): spec.start/end as RFC 3339 or an offset from the
+ * scenario's start ("600s"); a weekly recurrence is expanded by lib/tzwin for RSV_HORIZON
+ * from the start. Their events: reservation-started/-ended/-released, and
+ * reservation-refused (with the conflicts and the nearest free windows), which does not
+ * stop the scenario.
+ *
  * Output stability is an interface: other tests diff it byte for byte. Events at the
  * same instant come in this order: objects applied, workloads finished, workloads
  * submitted (file order), then the engine's actions in the order it took them. */
@@ -23,6 +29,7 @@
 #include "lib/gxtime.h"
 #include "lib/opts.h"
 #include "lib/strmap.h"
+#include "lib/tzwin.h"
 #include "lib/yaml.h"
 #include "sim/sim.h"
 
@@ -365,6 +372,82 @@ static void line_out(sim *s, int64_t t, const char *what, const char *wl, const 
     s->last_t = t;
 }
 
+/* ---- reservations ------------------------------------------------------------------ */
+
+#define RSV_HORIZON (8LL * 7 * 86400000LL)   /* a weekly recurrence: its first 8 weeks */
+
+static int is_reservation(const json_t *d)
+{
+    const char *k = json_string_value(json_object_get(d, "kind")), *av = json_string_value(json_object_get(d, "apiVersion"));
+    return k && av && !strcmp(k, "Reservation") && !strcmp(av, "gpuaas.dev/v1alpha1");
+}
+
+/* The booking's occurrences: one window, or a weekly recurrence for RSV_HORIZON from its start. */
+static long rsv_occurrences(const json_t *spec, gx_rsv_window **out, gx_err *err)
+{
+    gx_tzwin_occ *o;
+    int64_t st = 0;
+    const char *sv = json_string_value(json_object_get(spec, "start"));
+    if (sv && gx_time_parse(sv, &st) < 0 && parse_duration(sv, &st) < 0) st = 0;
+    long n = gx_tzwin_spec(spec, 1, st, RSV_HORIZON, &o, err);
+    if (n < 0) return -1;
+    *out = gx_xmalloc((size_t)(n ? n : 1) * sizeof **out);
+    for (long k = 0; k < n; k++) (*out)[k] = (gx_rsv_window){o[k].start, o[k].end};
+    free(o);
+    return n;
+}
+
+static void put_window(FILE *o, gx_rsv_window w)
+{
+    fputs("{\"start\": ", o); put_time(o, w.start);
+    fputs(", \"end\": ", o); put_time(o, w.end);
+    fputc('}', o);
+}
+
+static void refused_out(sim *s, int64_t t, const char *key, const char *cq, const gx_rsv_refusal *why)
+{
+    FILE *o = s->out;
+    fputs("{\"t\": ", o); put_time(o, t);
+    fputs(", \"event\": \"reservation-refused\", \"reservation\": ", o); put_str(o, key);
+    if (cq) { fputs(", \"clusterQueue\": ", o); put_str(o, cq); }
+    fputs(", \"reason\": ", o); put_str(o, why->err.msg);
+    fputs(", \"conflicts\": [", o);
+    for (size_t i = 0; i < why->n_conf; i++) {
+        char k[300];
+        snprintf(k, sizeof k, "%s/%s", why->conf[i].ns, why->conf[i].name);
+        fputs(i ? ", {\"reservation\": " : "{\"reservation\": ", o); put_str(o, k);
+        fputs(", \"window\": ", o); put_window(o, why->conf[i].w);
+        fputc('}', o);
+    }
+    fputs("], \"alternatives\": [", o);
+    if (why->has_before) put_window(o, why->alt_before);
+    if (why->has_after) { if (why->has_before) fputs(", ", o); put_window(o, why->alt_after); }
+    fputs("]}\n", o);
+    s->last_t = t;
+}
+
+/* A Reservation document at t: a refusal (conflicts, a limit) is an event; a malformed
+ * one is an error in the file, as for any object. */
+static int apply_reservation(sim *s, obj_rec *o, int64_t t, gx_err *err)
+{
+    const json_t *spec = json_object_get(o->obj, "spec");
+    gx_rsv_window *occ = NULL;
+    long n = rsv_occurrences(spec, &occ, err);
+    if (n < 0) return -1;
+    gx_rsv_refusal why;
+    int rc = gx_engine_reservation_apply(s->e, o->obj, occ, (size_t)n, t, &why);
+    free(occ);
+    if (rc == 0) return 0;
+    if (!why.conflict) { *err = why.err; gx_reservation_refusal_free(&why); return -1; }
+    const json_t *md = json_object_get(o->obj, "metadata");
+    const char *ns = json_string_value(json_object_get(md, "namespace"));
+    char key[300];
+    snprintf(key, sizeof key, "%s/%s", ns ? ns : "default", json_string_value(json_object_get(md, "name")));
+    refused_out(s, t, key, json_string_value(json_object_get(spec, "clusterQueue")), &why);
+    gx_reservation_refusal_free(&why);
+    return 0;
+}
+
 static long rec_of(sim *s, const char *key)
 {
     void *v = gx_strmap_get(&s->keys, key);
@@ -527,6 +610,16 @@ static void handle_actions(sim *s, int64_t t, gx_action *acts, size_t n)
             if (w) w->gen++;
             line_out(s, t, "deactivated", a->workload, a->cluster_queue, NULL, NULL, a->reason);
             s->n_deactivated++;
+        } else if (a->kind == GX_ACT_RESERVATION) {
+            const char *what = !strcmp(a->reason, "ReservationStarted") ? "reservation-started"
+                             : !strcmp(a->reason, "ReservationEnded") ? "reservation-ended" : "reservation-released";
+            FILE *o = s->out;
+            fputs("{\"t\": ", o); put_time(o, t);
+            fputs(", \"event\": ", o); put_str(o, what);
+            fputs(", \"reservation\": ", o); put_str(o, a->workload);
+            fputs(", \"clusterQueue\": ", o); put_str(o, a->cluster_queue);
+            fputs("}\n", o);
+            s->last_t = t;
         }
     }
 }
@@ -539,7 +632,9 @@ static int step(sim *s, int64_t t)
         event ev = ev_pop(s);
         if (ev.kind == EV_APPLY) {
             obj_rec *o = &s->o[ev.idx];
-            if ((is_idle_policy(o->obj) ? apply_policy(s, o->obj, t, &err) : gx_engine_apply(s->e, o->obj, &err)) < 0) {
+            if ((is_reservation(o->obj)   ? apply_reservation(s, o, t, &err)
+                 : is_idle_policy(o->obj) ? apply_policy(s, o->obj, t, &err)
+                                          : gx_engine_apply(s->e, o->obj, &err)) < 0) {
                 /* objects are applied long after their JSON lost its line map: re-read
                  * the document's text to point at the offending line */
                 gx_yaml_docs d;
@@ -601,7 +696,8 @@ static void usage(FILE *f)
           "Replay a Kueue scenario on a virtual clock through the gpuaas engine.\n"
           "FILE: multi-document YAML with Kueue objects (ResourceFlavor, ClusterQueue, Cohort,\n"
           "LocalQueue, WorkloadPriorityClass), gpuaas.dev/v1alpha1 Nodes, an optional\n"
-          "config.kueue.x-k8s.io Configuration (v1beta2: a fairSharing block; v1beta1: fairSharing.enable), and batch/v1 Jobs or\n"
+          "config.kueue.x-k8s.io Configuration (v1beta2: a fairSharing block; v1beta1: fairSharing.enable),\n"
+          "gpuaas.dev/v1alpha1 Reservations (start/end RFC 3339 or an offset such as 600s), and batch/v1 Jobs or\n"
           "Kueue Workloads annotated with gpuaas.dev/submit-at (e.g. 90s) and\n"
           "gpuaas.dev/run-for (absent = runs forever). Several files form one scenario.\n"
           "gpuaas.dev/v1alpha1 IdlePolicy documents act on the simulated utilisation signal,\n"
