@@ -243,6 +243,12 @@ static void act(gx_daemon *d, const gx_idle_policy *p, const char *key, const gx
     char ns[256];
     snprintf(ns, sizeof ns, "%.*s", (int)strcspn(key, "/"), key);
     add_total(d, ns, h);
+    /* one row per reclamation, for the utilisation report's window (ops/reports.c); the
+     * class is the GPU model of the workload's first device, as the report groups by */
+    gx_engine_dev dev[1];
+    const char *cls = gx_engine_wl_devices(d->eng, key, 0, dev, 1) > 0 && dev[0].model ? dev[0].model : "unknown";
+    if (gx_store_put_idle_reclaim(d->store, ns, cls, (int64_t)(h * 3600000.0 + 0.5), now, &e))
+        fprintf(stderr, "gpuaas: cannot record the reclamation of %s: %s\n", key, e.msg);
 }
 
 int64_t gx_d_idle_tick(gx_daemon *d, int64_t now)

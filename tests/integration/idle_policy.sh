@@ -68,6 +68,9 @@ expect_eq "requeued for being idle" \
   "$(wl_field lab/notebook '[.conditions[] | select(.type == "Requeued")][0].reason')" Idle
 m=$(curl -s "$GPUAAS_SERVER/metrics" | grep '^gpuaas_idle_reclaimed_gpu_hours_total{namespace="lab"}' | awk '{print $2}')
 expect_match "reclaimed GPU-hours in /metrics (1 GPU x about 595 s)" "$m" '^0\.16[0-9]*$'
+rep=$(api GET '/api/v1/reports/utilization?since=1d&by=namespace' | sed '$d')
+expect_match "the utilisation report has the reclaimed GPU-hours too" \
+  "$(jq -r '[.. | objects | select(.namespace? == "lab") | .idleReclaimedGpuHours] | first' <<<"$rep")" '^0\.1[67]$'
 "$G" cancel lab/notebook >/dev/null
 
 # an exempt priority class is never judged
