@@ -126,14 +126,23 @@ json_t *gx_d_reservations(gx_daemon *d, const gx_user *u, const char *ns, int64_
     return json_pack("{s:o, s:o}", "items", items, "capacity", capacity(d));
 }
 
-static json_t *refusal_json(const gx_rsv_refusal *why)
+/* A refusal's conflicts and free windows; a conflict's namespace and name only where u
+ * may see them (as in the calendar). *hidden: some were left out. */
+static json_t *refusal_json(const gx_user *u, const gx_rsv_refusal *why, int *hidden)
 {
     json_t *conf = json_array(), *alt = json_array();
     char a[GX_TIME_LEN], b[GX_TIME_LEN];
-    for (size_t i = 0; i < why->n_conf; i++)
-        json_array_append_new(conf, json_pack("{s:s, s:s, s:s, s:s, s:s}", "namespace", why->conf[i].ns, "name", why->conf[i].name,
-                                              "flavor", why->conf[i].flavor, "start", gx_time_fmt(why->conf[i].w.start, a, sizeof a),
-                                              "end", gx_time_fmt(why->conf[i].w.end, b, sizeof b)));
+    *hidden = 0;
+    for (size_t i = 0; i < why->n_conf; i++) {
+        json_t *c = json_pack("{s:s, s:s, s:s}", "flavor", why->conf[i].flavor, "start", gx_time_fmt(why->conf[i].w.start, a, sizeof a),
+                              "end", gx_time_fmt(why->conf[i].w.end, b, sizeof b));
+        if (!u || gx_user_in_ns(u, why->conf[i].ns)) {
+            json_object_set_new(c, "namespace", json_string(why->conf[i].ns));
+            json_object_set_new(c, "name", json_string(why->conf[i].name));
+        } else
+            *hidden = 1;
+        json_array_append_new(conf, c);
+    }
     if (why->has_before)
         json_array_append_new(alt, json_pack("{s:s, s:s}", "start", gx_time_fmt(why->alt_before.start, a, sizeof a),
                                              "end", gx_time_fmt(why->alt_before.end, b, sizeof b)));
@@ -176,7 +185,14 @@ int gx_d_reserve(gx_daemon *d, const gx_user *u, const json_t *doc, json_t **out
     if (!kind) json_object_set_new(m, "kind", json_string("Reservation"));
     gx_rsv_refusal why;
     if (gx_d_reservation_judge(d, m, &why, err)) {
-        if (why.conflict && err->status == 409 && refusal) *refusal = refusal_json(&why);
+        if (why.conflict && err->status == 409) {
+            int hidden;
+            json_t *r = refusal_json(u, &why, &hidden);
+            /* apply's message lists every conflict by name: not for a stranger's bookings */
+            if (hidden) snprintf(err->msg, sizeof err->msg, "%.400s (see conflicts and alternatives)", why.err.msg);
+            if (refusal) *refusal = r;
+            else json_decref(r);
+        }
         gx_reservation_refusal_free(&why);
         json_decref(m);
         return -1;
