@@ -4,6 +4,7 @@
 #include <string.h>
 #include "api/api.h"
 #include "lib/alloc.h"
+#include "lib/gxtime.h"
 #include "lib/wlkey.h"
 #include "lib/yaml.h"
 
@@ -446,6 +447,71 @@ static void reports(route_ctx *c)
     free(allowed);
 }
 
+/* ---- reservations (ops/reservations.c, docs/api.md "Reservations") ----------------- */
+
+/* A time of the query (RFC 3339), def when absent; -1 with a 400 naming the parameter. */
+static int query_time(route_ctx *c, const char *k, int64_t def, int64_t *out)
+{
+    const char *v = gx_req_query(c->req, k);
+    *out = def;
+    if (!v) return 0;
+    if (gx_time_parse(v, out) == 0) return 0;
+    gx_err e;
+    gx_errf(&e, 400, k, "%s is not an RFC 3339 time (2026-12-07T09:00:00Z)", v);
+    reply_err(c, &e);
+    return -1;
+}
+
+/* GET|POST /api/v1/reservations, GET|DELETE /api/v1/reservations/NS/NAME. A refused
+ * booking answers 409 with the error and its conflicts and free windows beside it. */
+static void reservations(route_ctx *c)
+{
+    gx_err e;
+    gx_err_clear(&e);
+    int64_t now = gx_loop_now(c->a->env.loop), from, to;
+    if (c->nseg == 3 && is(c, "GET")) {
+        if (query_time(c, "from", now, &from) || query_time(c, "to", from + 7 * 86400000LL, &to)) return;
+        if (to <= from) { gx_errf(&e, 400, "to", "to must be after from"); reply_err(c, &e); return; }
+        gx_resp_json(c->resp, 200, gx_d_reservations(c->d, c->user, gx_req_query(c->req, "namespace"), from, to));
+        return;
+    }
+    if (c->nseg == 3 && is(c, "POST")) {
+        gx_yaml_docs docs;
+        if (gx_manifest_parse(c->req->body, c->req->body_len, &docs, &e)) { reply_err(c, &e); return; }
+        json_t *out = NULL, *why = NULL;
+        if (docs.n != 1) gx_errf(&e, 422, "", "one Reservation document is expected, not %zu", docs.n);
+        else if (gx_d_reserve(c->d, c->user, docs.docs[0], &out, &why, &e) == 0) gx_resp_json(c->resp, 201, out);
+        if (e.status && why) {
+            json_t *err = json_pack("{s:i, s:s, s:s, s:s}", "code", e.status, "reason", "Conflict", "message", e.msg, "field", e.field);
+            json_object_set(err, "conflicts", json_object_get(why, "conflicts"));
+            json_object_set(err, "alternatives", json_object_get(why, "alternatives"));
+            json_object_set_new(why, "error", err);
+            gx_resp_json(c->resp, e.status, why);
+        } else if (e.status)
+            reply_err(c, &e);
+        gx_yaml_docs_free(&docs);
+        return;
+    }
+    if (c->nseg == 5 && is(c, "GET")) {
+        json_t *all = gx_d_reservations(c->d, c->user, c->seg[3], now, now + 7 * 86400000LL), *hit = NULL;
+        size_t i;
+        json_t *x;
+        json_array_foreach(json_object_get(all, "items"), i, x)
+            if (!strcmp(json_string_value(json_object_get(x, "name")) ?: "", c->seg[4])) hit = json_incref(x);
+        json_decref(all);
+        if (hit) gx_resp_json(c->resp, 200, hit);
+        else gx_resp_errorf(c->resp, 404, "no Reservation %s/%s", c->seg[3], c->seg[4]);
+        return;
+    }
+    if (c->nseg == 5 && is(c, "DELETE")) {
+        if (gx_d_unreserve(c->d, c->user, c->seg[3], c->seg[4], &e)) reply_err(c, &e);
+        else gx_resp_json(c->resp, 200, json_pack("{s:{s:s,s:s}}", "deleted", "namespace", c->seg[3], "name", c->seg[4]));
+        return;
+    }
+    if (c->nseg == 3 || c->nseg == 5) method_not_allowed(c, c->nseg == 3 ? "GET, POST" : "GET, DELETE");
+    else gx_resp_errorf(c->resp, 404, "no such path %s", c->req->path);
+}
+
 /* ---- users ------------------------------------------------------------------------ */
 
 /* GET /api/v1/templates: the portal's request templates as applied (`gpuaas get
@@ -606,6 +672,7 @@ int gx_api_route(void *ud, gx_req *req, gx_resp *resp)
     if (!strcmp(what, "gpus") && c.nseg <= 5) { gpus(&c); return 1; }
     if (!strcmp(what, "users") && c.nseg <= 4) { users(&c); return 1; }
     if (!strcmp(what, "reports")) { reports(&c); return 1; }
+    if (!strcmp(what, "reservations")) { reservations(&c); return 1; }
     if (!strcmp(what, "templates") && c.nseg == 3) { templates(&c); return 1; }
     if (!strcmp(what, "clusters") && c.nseg == 3) {   /* the Fleet's clusters (docs/fleet.md) */
         if (!is(&c, "GET")) method_not_allowed(&c, "GET");

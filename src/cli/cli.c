@@ -76,6 +76,25 @@ static const gx_opt users_create_opts[] = {
     {0},
 };
 static const gx_opt no_opts[] = {{0}};
+static const gx_opt reserve_opts[] = {   /* reserve (cmd_reserve.c) */
+    {"namespace", 'n', "NS", "the namespace that owns the booking (default: $GPUAAS_NAMESPACE)"},
+    {"cluster-queue", 0, "CQ", "the ClusterQueue whose workloads use the booking"},
+    {"flavor", 0, "F", "the ResourceFlavor of the GPUs booked"},
+    {"gpus", 0, "N", "how many GPUs (nvidia.com/gpu)"},
+    {"start", 0, "T", "the window's start, RFC 3339 (2026-12-07T09:00:00+01:00)"},
+    {"end", 0, "T", "the window's end, RFC 3339"},
+    {"weekly", 0, "DAYS", "repeat weekly on these days (Mon,Wed), at the same local times"},
+    {"tz", 0, "ZONE", "the time zone of --weekly (Europe/Paris; default UTC)"},
+    {"lead-time", 0, "D", "from start - D only jobs that end by start may use the booked GPUs (10m)"},
+    {"no-show", 0, "D", "release an occurrence nothing uses D after its start (15m)"},
+    {0},
+};
+static const gx_opt reservations_opts[] = {
+    {"namespace", 'n', "NS", "only bookings owned by namespace NS"},
+    {"from", 0, "T", "the window's start, RFC 3339 (default now)"},
+    {"to", 0, "T", "the window's end, RFC 3339 (default from + 7 days)"},
+    {0},
+};
 static const gx_opt verdict_opts[] = {   /* approve, reject */
     {"namespace", 'n', "NS", "namespace of a NAME given without NS/ (default: $GPUAAS_NAMESPACE, else your only namespace)"},
     {"message", 'm', "TEXT", "why (required for reject: the workload's user sees it)"},
@@ -191,6 +210,24 @@ static const gx_cli_cmd commands[] = {
      "-o json and -o csv add the exact GPU-milliseconds. See docs/operations.md, \"Utilisation reports\".\n",
      "gpuaas report\ngpuaas report --since 30d --by namespace\ngpuaas report --since 2026-12-01T00:00:00Z -o csv\n",
      report_opts, 0, 0, 0, gx_cli_run_report},
+    {"reserve", "NAME -n NS --cluster-queue CQ --flavor F --gpus N --start T --end T [--weekly Mon,Wed --tz ZONE]",
+     "book GPUs of a ClusterQueue for a time window (kind Reservation)",
+     "A user books for their own namespaces, on a ClusterQueue one of its LocalQueues points at.\n"
+     "A booking that does not fit is refused (exit 1) with the bookings it conflicts with and\n"
+     "the nearest free windows of the same length; booking limits are the admins' (see\n"
+     "docs/configuration.md). The same name books again in place. See docs/queueing.md, \"Reservations\".\n",
+     "gpuaas reserve demo -n team-a --cluster-queue team-a --flavor h100 --gpus 2 \\\n"
+     "    --start 2026-12-07T09:00:00+01:00 --end 2026-12-07T17:00:00+01:00\n"
+     "gpuaas reserve standup -n team-a --cluster-queue team-a --flavor h100 --gpus 1 --start 2026-12-07T09:00:00+01:00 \\\n"
+     "    --end 2026-12-07T10:00:00+01:00 --weekly Mon,Wed --tz Europe/Paris --no-show 15m\n",
+     reserve_opts, 1, 1, 1, gx_cli_run_reserve},
+    {"reservations", "[-n NS] [--from T --to T]", "list the bookings of a window (default the next 7 days)",
+     "Columns: NAMESPACE NAME QUEUE GPUS NEXT-START NEXT-END PHASE. Every booking's window is\n"
+     "shown; another namespace's booking shows - for its namespace and name. Times are UTC.\n",
+     "gpuaas reservations\ngpuaas reservations -n team-a --from 2026-12-07T00:00:00Z --to 2026-12-14T00:00:00Z -o json\n",
+     reservations_opts, 1, 0, 0, gx_cli_run_reservations},
+    {"unreserve", "NS/NAME", "cancel a booking (its namespace's members or an admin)", NULL,
+     "gpuaas unreserve team-a/demo\n", no_opts, 0, 1, 1, gx_cli_run_unreserve},
     {"gpus mig apply", "CONFIG [--node N] [-f FILE]", "re-lay out a node's MIG devices from a mig-parted config (admin)",
      "CONFIG names an entry of mig-parted's mig-configs: of the daemon's inventory.migConfig file,\n"
      "or of FILE when -f is given. Every GPU of the node must be idle; a layout that does not\n"

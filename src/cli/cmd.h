@@ -66,6 +66,10 @@ int gx_cli_run_users_delete(gx_cli_ctx *c);
 int gx_cli_run_drain(gx_cli_ctx *c);
 int gx_cli_run_delete(gx_cli_ctx *c);
 int gx_cli_run_whoami(gx_cli_ctx *c);
+/* cmd_reserve.c: bookings (kind Reservation) */
+int gx_cli_run_reserve(gx_cli_ctx *c);
+int gx_cli_run_reservations(gx_cli_ctx *c);
+int gx_cli_run_unreserve(gx_cli_ctx *c);
 
 /* Send -f files to path (apply and submit): one request when they can be combined.
  * On success *answers holds one JSON answer per request sent. Returns 0, 1 (error

@@ -38,6 +38,8 @@ void gx_config_free(gx_config *c)
     json_decref(c->manifests);
     json_decref(c->device_plugin);
     json_decref(c->mig_parted);
+    json_decref(c->rsv_limits);
+    c->rsv_limits = NULL;
     gx_run_config_free(&c->run);
     c->nodes = c->manifests = c->device_plugin = c->mig_parted = NULL;
 }
@@ -300,16 +302,62 @@ static int gpu_settings(gx_config *c, const json_t *inv, const char *dir, gx_err
     return 0;
 }
 
+/* One number of reservations.limits.NS: a positive number, kept as given. */
+static int rsv_limit_num(const json_t *lim, const char *ns, const char *key, json_t *out, gx_err *err)
+{
+    const json_t *v = json_object_get(lim, key);
+    if (!v) return 0;
+    char f[160];
+    snprintf(f, sizeof f, "reservations.limits.%.63s.%s", ns, key);
+    if (!json_is_number(v) || json_number_value(v) <= 0 || json_number_value(v) > 1e9)
+        return gx_errf(err, 422, f, "must be a positive number");
+    json_object_set_new(out, key, json_real(json_number_value(v)));
+    return 0;
+}
+
+/* reservations: {limits: {NS: {gpusAtOnce, gpuHoursPerWeek}}}: the admins' per-namespace
+ * booking limits (docs/configuration.md), checked here so a typo names its line. */
+static int rsv_limits(gx_config *c, const json_t *v, gx_err *err)
+{
+    if (!json_is_object(v)) return gx_errf(err, 422, "reservations", "must be a mapping {limits}");
+    const char *k;
+    const json_t *x;
+    json_object_foreach((json_t *)v, k, x)
+        if (strcmp(k, "limits")) return gx_errf(err, 422, "reservations", "unknown setting %s (known: limits)", k);
+    const json_t *lims = json_object_get(v, "limits");
+    if (!lims) return 0;
+    if (!json_is_object(lims)) return gx_errf(err, 422, "reservations.limits", "must be a mapping {NAMESPACE: {gpusAtOnce, gpuHoursPerWeek}}");
+    json_t *out = json_object();
+    json_object_foreach((json_t *)lims, k, x) {
+        char f[160];
+        snprintf(f, sizeof f, "reservations.limits.%.63s", k);
+        int bad = !json_is_object(x) ? gx_errf(err, 422, f, "must be a mapping {gpusAtOnce, gpuHoursPerWeek}") : 0;
+        const char *kk;
+        const json_t *y;
+        if (!bad)
+            json_object_foreach((json_t *)x, kk, y)
+                if (!bad && strcmp(kk, "gpusAtOnce") && strcmp(kk, "gpuHoursPerWeek"))
+                    bad = gx_errf(err, 422, f, "unknown limit %s (known: gpusAtOnce, gpuHoursPerWeek)", kk);
+        json_t *one = json_object();
+        if (!bad) bad = rsv_limit_num(x, k, "gpusAtOnce", one, err) || rsv_limit_num(x, k, "gpuHoursPerWeek", one, err);
+        if (bad) { json_decref(one); json_decref(out); return -1; }
+        json_object_set_new(out, k, one);
+    }
+    json_decref(c->rsv_limits);
+    c->rsv_limits = out;
+    return 0;
+}
+
 static int apply_doc(gx_config *c, const json_t *doc, const char *dir, gx_err *err)
 {
     static const char *known[] = {"apiVersion", "kind", "listen", "dataDir", "inventory", "manifests",
-                                  "fairSharing", "limits", "run", NULL};
+                                  "fairSharing", "limits", "run", "reservations", NULL};
     const char *k;
     json_t *v;
     json_object_foreach((json_t *)doc, k, v) {
         int ok = 0;
         for (int i = 0; known[i]; i++) ok |= !strcmp(k, known[i]);
-        if (!ok) return gx_errf(err, 422, k, "unknown setting (known: listen, dataDir, inventory, manifests, fairSharing, limits, run)");
+        if (!ok) return gx_errf(err, 422, k, "unknown setting (known: listen, dataDir, inventory, manifests, fairSharing, limits, run, reservations)");
     }
     const char *kind = json_string_value(json_object_get(doc, "kind"));
     if (kind && strcmp(kind, "ServerConfig")) return gx_errf(err, 422, "kind", "expected ServerConfig, got %s", kind);
@@ -349,6 +397,7 @@ static int apply_doc(gx_config *c, const json_t *doc, const char *dir, gx_err *e
     }
     if (str_list(json_object_get(doc, "manifests"), "manifests", c->manifests, dir, err)) return -1;
     if ((v = json_object_get(doc, "run")) && gx_run_config_load(&c->run, v, dir, geteuid(), err)) return -1;
+    if ((v = json_object_get(doc, "reservations")) && rsv_limits(c, v, err)) return -1;
     if ((v = json_object_get(doc, "limits"))) {
         if (!json_is_object(v)) return gx_errf(err, 422, "limits", "must be a mapping");
         if (get_size(v, "maxBodyBytes", 1024, (size_t)64 << 20, &c->max_body_bytes, err) ||

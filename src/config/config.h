@@ -36,6 +36,9 @@ typedef struct gx_config {
     size_t max_conns;             /* limits.maxConnections: the HTTP server's, all clients */
     size_t max_conns_per_addr;    /* limits.maxConnectionsPerAddress: from one client address */
     gx_run_config run;            /* run: how pods are isolated (run/run_config.h) */
+    /* reservations.limits: {NS: {"gpusAtOnce": GPUs, "gpuHoursPerWeek": hours}} (either key
+     * may be absent: unlimited), NULL when none; handed to the booking model at start */
+    json_t *rsv_limits;
 } gx_config;
 
 void gx_config_defaults(gx_config *c);

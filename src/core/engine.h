@@ -326,5 +326,11 @@ int gx_engine_reservation_apply(gx_engine *e, const json_t *obj, const gx_rsv_wi
                                 int64_t now_ms, gx_rsv_refusal *why);
 /* -1 with 404 when there is no such booking. */
 int gx_engine_reservation_delete(gx_engine *e, const char *ns, const char *name, gx_err *err);
+/* The admins' per-namespace booking limits, as gx_reservation_set_limit (milli-GPUs,
+ * milli-GPU-milliseconds per week; -1 unlimited): set before the bookings are applied. */
+void gx_engine_reservation_limit(gx_engine *e, const char *ns, int64_t gpus_at_once, int64_t gpu_ms_per_week);
+/* The phase of booking ns/name at t, as gx_reservation_phase (GX_RSV_NONE when there is
+ * no such booking, or its occurrence at t was released). */
+int gx_engine_reservation_phase(const gx_engine *e, const char *ns, const char *name, int64_t t, gx_rsv_window *occ);
 
 #endif

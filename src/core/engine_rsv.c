@@ -92,6 +92,18 @@ int gx_engine_reservation_delete(gx_engine *e, const char *ns, const char *name,
     return 0;
 }
 
+/* Limits are the book's, so the book exists from the first limit on. */
+void gx_engine_reservation_limit(gx_engine *e, const char *ns, int64_t gpus_at_once, int64_t gpu_ms_per_week)
+{
+    if (!e->rsv) { e->rsv = gx_reservation_book_new(); e->rsv_prev = INT64_MIN; }
+    gx_reservation_set_limit(e->rsv, ns, gpus_at_once, gpu_ms_per_week);
+}
+
+int gx_engine_reservation_phase(const gx_engine *e, const char *ns, const char *name, int64_t t, gx_rsv_window *occ)
+{
+    return e->rsv ? gx_reservation_phase(e->rsv, ns, name, t, occ) : GX_RSV_NONE;
+}
+
 /* fr id of a booking's item, -1 when the engine does not know it (then nothing uses it). */
 static int item_fr(const gx_engine *e, const gx_rsv_item *it)
 {

@@ -52,7 +52,18 @@ typedef struct gx_daemon {
     gx_exec *exec;         /* the workloads' runs and their processes (run/executor.h) */
     struct gx_d_fleet *fleet;  /* fleet mode (ops/fleet.c): the Fleet and its requests; NULL until registered */
     struct gx_d_idle *idle;    /* IdlePolicy (ops/idle.c): the policies in effect, warnings, totals */
+    int64_t rsv_refresh_at;    /* reservations.c: when recurring bookings are next re-expanded */
 } gx_daemon;
+
+/* reservations.c, objects.c: bookings (kind Reservation) beyond apply */
+/* Hand the config's reservations.limits to e's booking model. */
+void gx_d_rsv_limits(gx_daemon *d, gx_engine *e);
+int gx_d_reservation_judge(gx_daemon *d, const json_t *doc, gx_rsv_refusal *why, gx_err *err);
+int gx_d_reservation_reput(gx_daemon *d, const json_t *doc, gx_err *err);
+/* From the tick: recurring bookings re-expanded daily; returns ms until the next look. */
+int64_t gx_d_rsv_tick(gx_daemon *d, int64_t now);
+/* From apply_actions: a booking's no-show (ReservationReleased) recorded for the reports. */
+void gx_d_rsv_noshow(gx_daemon *d, const gx_action *a, int64_t now);
 
 /* workloads.c */
 /* (the operations the front doors call are in ops/ops.h) */

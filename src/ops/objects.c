@@ -67,7 +67,9 @@ static void refusal_msg(const gx_rsv_refusal *why, gx_err *err)
     snprintf(err->msg, sizeof err->msg, "%s", m);
 }
 
-static int engine_put(gx_daemon *d, gx_engine *e, const json_t *doc, gx_err *err)
+/* Put doc into e; a Reservation's occurrences expanded from now. A refused booking's
+ * refusal is kept in *keep when keep is not NULL (the caller frees it). */
+static int engine_put_why(gx_daemon *d, gx_engine *e, const json_t *doc, gx_rsv_refusal *keep, gx_err *err)
 {
     if (!is_reservation(doc)) return gx_engine_apply(e, doc, err);
     int64_t now = gx_loop_now(d->loop);
@@ -81,8 +83,14 @@ static int engine_put(gx_daemon *d, gx_engine *e, const json_t *doc, gx_err *err
     int rc = gx_engine_reservation_apply(e, doc, w, (size_t)n, now, &why);
     free(w);
     if (rc) refusal_msg(&why, err);
-    gx_reservation_refusal_free(&why);
+    if (keep) *keep = why;
+    else gx_reservation_refusal_free(&why);
     return rc;
+}
+
+static int engine_put(gx_daemon *d, gx_engine *e, const json_t *doc, gx_err *err)
+{
+    return engine_put_why(d, e, doc, NULL, err);
 }
 
 static int engine_validate(void *ud, const json_t *doc, json_t *const *others, size_t n, gx_err *err)
@@ -219,20 +227,49 @@ static void annotate(const gx_yaml_docs *docs, size_t i, gx_err *err)
     if (docs->lines && docs->lines[i]) gx_linemap_annotate(docs->lines[i], err);
 }
 
-/* Every document judged by its owner, the engine's on a scratch engine holding the
- * current objects and the configured nodes: nothing is recorded unless all pass. */
-static int validate_all(gx_daemon *d, const gx_yaml_docs *docs, const size_t *idx, gx_err *err)
+/* A scratch engine holding the booking limits, the current objects and the configured
+ * nodes: what a new document is judged against. */
+static gx_engine *scratch_new(gx_daemon *d)
 {
     gx_engine_opts o = {.fair_sharing = d->cfg.fair_sharing};
-    d->scratch = gx_engine_new(&o);
+    gx_engine *e = gx_engine_new(&o);
+    gx_d_rsv_limits(d, e);
     gx_err ignore;
-    if (apply_current(d, d->scratch, &ignore)) {
+    if (apply_current(d, e, &ignore)) {
         /* cannot happen unless the store holds something the engine now refuses */
         fprintf(stderr, "gpuaas: warning: stored objects no longer validate: %s\n", ignore.msg);
     }
     size_t ni;
     json_t *node;
-    json_array_foreach(d->cfg.nodes, ni, node) gx_engine_apply(d->scratch, node, &ignore);
+    json_array_foreach(d->cfg.nodes, ni, node) gx_engine_apply(e, node, &ignore);
+    return e;
+}
+
+/* ops/reservations.c wants a refusal whole (conflicts, free windows), not as apply's one
+ * message: the booking judged alone on a scratch engine, as apply would judge it. */
+int gx_d_reservation_judge(gx_daemon *d, const json_t *doc, gx_rsv_refusal *why, gx_err *err)
+{
+    gx_engine *e = scratch_new(d);
+    memset(why, 0, sizeof *why);
+    int rc = engine_put_why(d, e, doc, why, err);
+    gx_engine_free(e);
+    return rc;
+}
+
+/* A recurring booking's occurrences expanded again from now on the live engine
+ * (ops/reservations.c's daily refresh); nothing is recorded: the object is unchanged. */
+int gx_d_reservation_reput(gx_daemon *d, const json_t *doc, gx_err *err)
+{
+    if (engine_put(d, d->eng, doc, err)) return -1;
+    d->dirty = 1;
+    return 0;
+}
+
+/* Every document judged by its owner, the engine's on a scratch engine holding the
+ * current objects and the configured nodes: nothing is recorded unless all pass. */
+static int validate_all(gx_daemon *d, const gx_yaml_docs *docs, const size_t *idx, gx_err *err)
+{
+    d->scratch = scratch_new(d);
     int rc = 0;
     for (size_t k = 0; k < docs->n && !rc; k++) {
         const json_t *doc = docs->docs[idx[k]];
@@ -383,6 +420,7 @@ fail:
 
 int gx_d_load_objects(gx_daemon *d, gx_err *err)
 {
+    gx_d_rsv_limits(d, d->eng);   /* before the stored bookings, which they bound */
     json_t *rows = gx_store_objects(d->store, err);
     if (!rows) return -1;
     size_t i;

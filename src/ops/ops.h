@@ -89,6 +89,28 @@ json_t *gx_d_clusters(gx_daemon *d, const gx_user *u);
 int gx_d_report_utilization(gx_daemon *d, const char *since, const char *by, const char *const *namespaces, size_t n_ns,
                             json_t **out, gx_err *err);
 
+/* ---- reservations (ops/reservations.c, docs/queueing.md "Reservations") ---------------- */
+
+/* Bookings visible to u between from_ms and to_ms: an admin sees all; a user sees every
+ * booking's window and quantity (a calendar must show what is taken) but the owner
+ * namespace's name and the booking's name only for namespaces they belong to (others:
+ * "namespace": null, "name": null). {"items":[{namespace, name, clusterQueue, resources:
+ * [{flavor,name,quantity}], start, end, recurrence|null, leadTime|null, noShowTimeout|null,
+ * occurrences: [{start, end, phase: "Upcoming"|"Lead"|"Active"|"Released"|"Ended"}]}],
+ * "capacity": [{clusterQueue, flavor, resource, nominal}]}, occurrences clipped to
+ * [from,to), times RFC 3339 UTC. ns (NULL: all visible) filters by owner namespace. */
+json_t *gx_d_reservations(gx_daemon *d, const gx_user *u, const char *ns, int64_t from_ms, int64_t to_ms);
+/* Create (or replace, same ns/name) a booking from a Reservation document as u: a user
+ * may book for their own namespaces only (403), and only on a ClusterQueue that one of
+ * their namespace's LocalQueues points at (403 naming spec.clusterQueue); limits
+ * checked. 0 with *out (the booking as gx_d_reservations shows it); -1 with err (422
+ * naming the field; 409 when it does not fit) and, on 409, *refusal =
+ * {"conflicts":[{namespace?,name?,start,end}], "alternatives":[{start,end}]}. Recorded
+ * durably (the objects table, as apply does) before it returns. */
+int gx_d_reserve(gx_daemon *d, const gx_user *u, const json_t *doc, json_t **out, json_t **refusal, gx_err *err);
+/* Cancel a booking (its owner namespace's members or an admin). 404 / 403. */
+int gx_d_unreserve(gx_daemon *d, const gx_user *u, const char *ns, const char *name, gx_err *err);
+
 /* ---- users (ops/users.c) ----------------------------------------------------------- */
 
 /* Delete a user: their tokens, the gateway keys and the portal sessions go with them. */

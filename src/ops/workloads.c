@@ -154,7 +154,8 @@ static void apply_actions(gx_daemon *d, const gx_action *acts, size_t n)
     int ok = gx_store_begin(d->store, &e) == 0;
     /* 1. record the decisions */
     for (size_t i = 0; i < n; i++) {
-        /* a booking's event names the Reservation, not a workload */
+        /* a booking's event names the Reservation, not a workload; a no-show is recorded */
+        if (ok) gx_d_rsv_noshow(d, &acts[i], gx_loop_now(d->loop));
         gx_run *w = acts[i].kind == GX_ACT_RESERVATION ? NULL : wl_get(d, acts[i].workload);
         if (!w) continue;
         if (acts[i].kind == GX_ACT_ADMIT) {
@@ -245,6 +246,8 @@ int64_t gx_d_tick(gx_daemon *d)
         if (sleep < 0 || t < sleep) sleep = t;
     }
     if (idle >= 0 && (sleep < 0 || idle < sleep)) sleep = idle;
+    int64_t rv = gx_d_rsv_tick(d, now);   /* recurring bookings re-expanded (ops/reservations.c) */
+    if (sleep < 0 || rv < sleep) sleep = rv;
     int64_t fl = gx_d_fleet_tick(d);   /* fleet requests: publish, retry, expire */
     if (fl >= 0 && (sleep < 0 || fl < sleep)) sleep = fl;
     return sleep;

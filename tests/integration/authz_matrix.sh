@@ -84,7 +84,7 @@ apply_admin() {   # apply_admin YAML
 kueue() { printf 'apiVersion: kueue.x-k8s.io/v1beta2\nkind: %s\nmetadata: {name: %s%s}\n%s\n' "$1" "$2" "${4:+, namespace: $4}" "$3"; }
 gpuaas_obj() { printf 'apiVersion: gpuaas.dev/v1alpha1\nkind: %s\nmetadata: {name: %s}\n%s\n' "$1" "$2" "$3"; }
 declare -A V DEF=([wl]=wa-0 [cq]=team-a [lq]=main [rf]=h100 [co]=lab [pc]=pc-0 [node]=demo-node [gpu]=GPU-5d1e0a7c-0000-4000-8000-000000000000
-              [ac]=approval [user]=bob [key]=x [model]=open-model [tier]=open [tpl]=batch-training [asset]=portal.js)
+              [ac]=approval [user]=bob [key]=x [model]=open-model [tier]=open [tpl]=batch-training [asset]=portal.js [rsv]=none)
 submit_a wa-0 0 'echo hello; sleep 600'
 apply_admin "$(kueue WorkloadPriorityClass pc-0 'value: 5')"
 # admission checks: a queue whose workloads wait for an admin's approval (approve/reject rows)
@@ -111,6 +111,10 @@ set_lq()    { fresh n lq; V[lq]=$n; apply_admin "$(kueue LocalQueue "${V[lq]}" '
 set_node()  { fresh n node; V[node]=$n; apply_admin "$(gpuaas_obj Node "${V[node]}" 'spec: {cpu: "1", memory: 1Gi, gpus: []}')"; }
 set_tier()  { fresh n tier; V[tier]=$n; apply_admin "$(gpuaas_obj Tier "${V[tier]}" 'spec: {limits: {requestsPerMinute: 5}}')"; }
 set_model() { fresh n model; V[model]=$n; apply_admin "$(gpuaas_obj Model "${V[model]}" "spec: {servedNames: [${V[model]}], tiers: [open], url: \"http://127.0.0.1:$UP/v1\"}")"; }
+rsv_doc()   { printf '{"kind":"Reservation","metadata":{"name":"%s","namespace":"team-a"},"spec":{"clusterQueue":"team-a","resources":[{"flavor":"h100","name":"nvidia.com/gpu","quantity":1}],"start":"2031-02-%02dT09:00:00Z","end":"2031-02-%02dT10:00:00Z"}}' "$1" $((N % 28 + 1)) $((N % 28 + 1)); }
+set_rsv()   { fresh n rsv; V[rsv]=$n; local r; r=$(TOKEN=$ADMIN api POST /api/v1/reservations -d "$(rsv_doc "$n")")
+              [[ "$(status_of "$r")" == 201 ]] || fail "fixture: reserve $n: $r"; }
+b_rsv()     { fresh n rsv; BODY=$(rsv_doc "$n"); }
 b_job()     { fresh n sub; job "$n" team-a main 0 'true' >"$TMP/sub.yaml"; BODY=@$TMP/sub.yaml; }
 b_apply()   { BODY=$(kueue Cohort lab ''); }
 b_user()    { fresh n nu; BODY="{\"name\":\"$n\",\"namespaces\":[\"team-c\"]}"; }
@@ -199,6 +203,10 @@ GET    /api/v1/templates                       401  2     2   2     401   2    4
 GET    /api/v1/clusters                        401  2     2   2     401   2    401    2     -
 GET    /api/v1/gpus                            401  2     2   2     401   2    401    2     -
 GET    /api/v1/reports/utilization             401  2     2   2     401   2    401    2     -
+GET    /api/v1/reservations                    401  2     2   2     401   2    401    2     -
+POST   /api/v1/reservations                    401  2     403 2     401   2    401    2     b_rsv
+GET    /api/v1/reservations/team-a/{rsv}       401  2     404 2     401   2    401    2     set_rsv
+DELETE /api/v1/reservations/team-a/{rsv}       401  2     403 2     401   2    401    2     set_rsv
 GET    /api/v1/gpus/{gpu}/utilization          401  2     2   2     401   2    401    2     -
 POST   /api/v1/gpus/mig                        401  403   403 400   401   403  401    400   b_mig
 GET    /api/v1/users                           401  403   403 2     401   403  401    2     -

@@ -67,6 +67,9 @@ declare -A OPTS=(
   [users delete]="-o --output"
   [whoami]="-o --output"
   [usage]="--group-by --since --user -o --output"
+  [reserve]="-n --namespace --cluster-queue --flavor --gpus --start --end --weekly --tz --lead-time --no-show -o --output"
+  [reservations]="-n --namespace --from --to -o --output"
+  [unreserve]=""
 )
 COMMON="--server --token --token-file -h --help"
 
@@ -93,7 +96,7 @@ done
 expect help-short 0 out "usage: gpuaas ls" -- "$BIN" ls -h
 if expect_rc toplevel-help 0 -- "$BIN" --help; then
   missing=""
-  for c in apply submit ls show logs cancel drain delete queues gpus get users whoami; do
+  for c in apply submit ls show logs cancel drain delete queues gpus get users whoami reserve reservations unreserve; do
     grep -qE "^  $c( |$)" "$tmp/out" || missing+=" $c"
   done
   if [[ -n $missing ]]; then fail toplevel-help "missing:$missing"; else ok toplevel-help; fi

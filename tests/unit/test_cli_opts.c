@@ -220,10 +220,11 @@ Test(cli_main, command_list_has_one_line_each)
     gx_cli_usage(f);
     fclose(f);
     const char *cmds[] = {"apply", "submit", "ls", "show", "logs", "cancel", "approve", "reject", "delete", "drain", "queues", "gpus", "get",
-                          "users", "keys", "models", "usage", "whoami", "clusters", "report"};
+                          "users", "keys", "models", "usage", "whoami", "clusters", "report",
+                          "reserve", "reservations", "unreserve"};
     int lines = 0;
     for (char *p = text; *p; p++) lines += *p == '\n';
-    cr_assert_eq(lines, 21, "%s", text); /* the above and "gpus mig apply" */
+    cr_assert_eq(lines, 24, "%s", text); /* the above and "gpus mig apply" */
     for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
         char pat[32];
         snprintf(pat, sizeof pat, "  %s ", cmds[i]);

@@ -112,3 +112,23 @@ Test(engine_rsv, window_events_in_order)
     cr_assert_eq(gx_engine_next_wakeup(en, 20 * 1000), INT64_MAX);
     gx_engine_free(en);
 }
+
+Test(engine_rsv, limits_and_phase_through_the_engine)
+{
+    gx_engine *en = setup();
+    gx_rsv_refusal why;
+    /* 1 GPU at once for team-a, set before any booking (as the daemon does at start) */
+    gx_engine_reservation_limit(en, "team-a", 1000, -1);
+    cr_assert_eq(book(en, "two", GPU2, 10, 20, &why), -1, "2 GPUs over a limit of 1");
+    cr_assert_eq(why.err.status, 422);
+    cr_assert(strstr(why.err.msg, "gpusAtOnce"), "%s", why.err.msg);
+    gx_reservation_refusal_free(&why);
+    cr_assert_eq(gx_engine_reservation_phase(en, "team-a", "two", 15 * 1000, NULL), GX_RSV_NONE, "refused: no booking");
+    cr_assert_eq(book(en, "one", "  clusterQueue: team-a\n  resources: [{flavor: h100, name: nvidia.com/gpu, quantity: 1}]\n",
+                      10, 20, &why), 0, "%s", why.err.msg);
+    gx_rsv_window w;
+    cr_assert_eq(gx_engine_reservation_phase(en, "team-a", "one", 15 * 1000, &w), GX_RSV_ACTIVE);
+    cr_assert_eq(w.start, 10 * 1000);
+    cr_assert_eq(gx_engine_reservation_phase(en, "team-a", "one", 25 * 1000, NULL), GX_RSV_NONE);
+    gx_engine_free(en);
+}
