@@ -74,7 +74,9 @@ static void pick_week(gx_portal_ctx *c, cal *w)
 {
     struct tm t;
     int y, m, d;
-    const char *q = gx_req_query(c->req, "week");
+    /* a posted form shows the week of the start it asked for (else of the page it came from) */
+    const char *q = c->form ? gx_portal_form_get(c->form, *gx_portal_form_get(c->form, "start") ? "start" : "week")
+                            : gx_req_query(c->req, "week");
     gx_tzwin_to_local(w->tz, c->now, &t);
     strftime(w->today, sizeof w->today, "%Y-%m-%d", &t);
     if (q && sscanf(q, "%4d-%2d-%2d", &y, &m, &d) == 3 && y > 1970 && y < 3000 && m >= 1 && m <= 12 && d >= 1 && d <= 31) {
@@ -272,14 +274,14 @@ static void list(gx_portal_ctx *c, gx_sbuf *b, const cal *w, const json_t *items
 /* A link that fills the form with a window the daemon offered (and the rest as sent). */
 static void alt_link(gx_portal_ctx *c, gx_sbuf *b, const cal *w, const json_t *alt)
 {
-    char s[24], e[24], s1[40], s2[40];
+    char s[24], e[24], wk[16], s1[40], s2[40];
     int64_t a = ms_of(json_object_get(alt, "start")), z = ms_of(json_object_get(alt, "end"));
     local_fmt(w->tz, a, "%Y-%m-%dT%H:%M", s, sizeof s);
     local_fmt(w->tz, z, "%Y-%m-%dT%H:%M", e, sizeof e);
     gx_portal_putf(b, "<li><a class=\"button alt\" href=\"/ui/reservations?week=%U&amp;class=%U&amp;tz=%U&amp;namespace=%U&amp;"
                       "clusterQueue=%U&amp;gpus=%U&amp;start=%U&amp;end=%U&amp;leadTime=%U&amp;noShowTimeout=%U#book\">"
                       "Use %H – %H</a></li>",
-                   local_fmt(w->tz, a, "%Y-%m-%d", s1, sizeof s1), val(c, "class"), w->tz, val(c, "namespace"),
+                   local_fmt(w->tz, a, "%Y-%m-%d", wk, sizeof wk), val(c, "class"), w->tz, val(c, "namespace"),
                    val(c, "clusterQueue"), val(c, "gpus"), s, e, val(c, "leadTime"), val(c, "noShowTimeout"),
                    local_fmt(w->tz, a, "%a %d %b %H:%M", s1, sizeof s1), local_fmt(w->tz, z, "%a %d %b %H:%M", s2, sizeof s2));
 }

@@ -76,6 +76,8 @@ out=$(post "$TMP/a.jar" /ui/reservations namespace=team-a name=overlap clusterQu
 expect_eq "an overlapping booking is refused (409)" "$(head -1 <<<"$out")" 409
 has "the conflict is shown" "$out" 'id="conflicts".*team-a/morning'
 has "with free windows as links" "$out" 'id="alternatives"><li><a class="button alt" href="/ui/reservations\?'
+has "the refusal shows the week asked for" "$out" "data-date=\"$W\""
+has "a free window is said in words" "$out" 'class="button alt" href="[^"]*">Use [A-Z][a-z]{2} [0-9]{2} [A-Z][a-z]{2} [0-9]{2}:[0-9]{2} – '
 href=$(grep -o 'class="button alt" href="[^"]*"' <<<"$out" | head -1 | sed 's/.*href="//; s/"$//; s/&amp;/\&/g')
 r=$(page "$TMP/a.jar" "$href")
 s=$(grep -o 'id="f-start" name="start" value="[^"]*"' <<<"$r" | sed 's/.*value="//; s/"$//')
