@@ -372,8 +372,11 @@ static void form(gx_portal_ctx *c, gx_sbuf *b, const cal *w, const json_t *res, 
                    err && !strcmp(err->field, "weekly") ? " invalid" : "");
     char days[64] = "";
     const json_t *wk = c->form ? json_object_get(c->form, "weekly") : NULL;
-    if (json_is_array(wk)) json_array_foreach(wk, i, x) { strncat(days, json_string_value(x) ?: "", 8); strcat(days, ","); }
-    else snprintf(days, sizeof days, "%s", c->form ? val(c, "weekly") : (gx_req_query(c->req, "weekly") ?: ""));
+    if (json_is_array(wk)) {   /* a crafted form may repeat the field: only what fits is kept */
+        json_array_foreach(wk, i, x) {
+            if (strlen(days) + 10 < sizeof days) { strncat(days, json_string_value(x) ?: "", 8); strcat(days, ","); }
+        }
+    } else snprintf(days, sizeof days, "%s", c->form ? val(c, "weekly") : (gx_req_query(c->req, "weekly") ?: ""));
     for (int d = 0; d < 7; d++)
         gx_portal_putf(b, "<label class=\"radio\"><input type=\"checkbox\" name=\"weekly\" value=\"%s\"%s> %s</label> ", DAYS[d],
                        strstr(days, DAYS[d]) ? " checked" : "", DAYS[d]);

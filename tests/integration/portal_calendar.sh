@@ -101,6 +101,16 @@ out=$(post "$TMP/a.jar" /ui/reservations namespace=team-a clusterQueue=team-a cl
 expect_eq "an unknown zone in the form: 422" "$(head -1 <<<"$out")" 422
 has "the error next to the zone field" "$out" 'id="h-tz">[^<]*</p><p class="field-error" role="alert">unknown time zone'
 
+many=(); for i in $(seq 1 40); do many+=("weekly=Wed"); done
+out=$(post "$TMP/a.jar" /ui/reservations namespace=team-a clusterQueue=team-a class=h100 gpus=0 \
+      "start=${W}T14:00" "end=${W}T15:00" tz=UTC "${many[@]}")
+expect_eq "a form repeating the weekly days 40 times is answered (422, the GPUs)" "$(head -1 <<<"$out")" 422
+has "its days stay ticked" "$out" 'value="Wed" checked'
+out=$(post "$TMP/a.jar" /ui/reservations namespace=team-a name=weekly clusterQueue=team-a class=h100 gpus=1 \
+      "start=${W}T18:00" "end=${W}T19:00" tz=Europe/Paris weekly=Mon weekly=Thu)
+expect_eq "a weekly booking in Paris (303)" "$(head -1 <<<"$out")" 303
+r=$(page "$TMP/a.jar" "/ui/reservations?week=$W&class=h100&tz=Europe/Paris")
+has "it is listed as weekly, at its Paris time" "$r" 'data-name="team-a/weekly"[^<]*<span[^>]*>[A-Za-z]+</span> [A-Z][a-z]{2} [0-9]{2} [A-Z][a-z]{2} 18:00 – [^<]*weekly'
 code=$(curl -s -o /dev/null -w '%{http_code}' -b "$TMP/a.jar" --data "namespace=team-a" "$GPUAAS_SERVER/ui/reservations")
 expect_eq "a booking without the CSRF token is refused (403)" "$code" 403
 
