@@ -51,10 +51,11 @@ static const char *local_fmt(const char *tz, int64_t ms, const char *fmt, char *
     return buf;
 }
 
-/* The zone: ?tz=, else the gx_tz cookie, else UTC; a valid ?tz= is remembered in the cookie. */
+/* The zone: ?tz= (a posted form's tz), else the gx_tz cookie, else UTC; a valid ?tz= is remembered in the cookie. */
 static void pick_tz(gx_portal_ctx *c, char *tz, size_t n)
 {
-    const char *q = gx_req_query(c->req, "tz");
+    /* a posted form is answered in its own zone: its times and the free windows offered */
+    const char *q = c->form ? gx_portal_form_get(c->form, "tz") : gx_req_query(c->req, "tz");
     char ck[128];
     if (q && gx_tzwin_zone_ok(q) && strlen(q) < n) {
         snprintf(tz, n, "%s", q);
@@ -117,7 +118,7 @@ static long gpus_of(const json_t *item, const char *cls)
     json_array_foreach(json_object_get(item, "resources"), i, r)
         if (!strcmp(json_string_value(json_object_get(r, "flavor")) ?: "", cls) &&
             !strcmp(json_string_value(json_object_get(r, "name")) ?: "", "nvidia.com/gpu"))
-            q += (long)json_integer_value(json_object_get(r, "quantity"));
+            q += (long)(json_number_value(json_object_get(r, "quantity")) + 0.5);   /* a number: 1 or 1.0 */
     return q;
 }
 
@@ -144,9 +145,9 @@ static long nominal(const json_t *res, const char *cls, gx_sbuf *per)
         if (!strcmp(json_string_value(json_object_get(x, "flavor")) ?: "", cls) &&
             !strcmp(json_string_value(json_object_get(x, "resource")) ?: "", "nvidia.com/gpu"))
         {
-            n += (long)json_integer_value(json_object_get(x, "nominal"));
+            n += (long)(json_number_value(json_object_get(x, "nominal")) + 0.5);
             gx_portal_putf(per, "%s%H %lld", per->n ? ", " : "(", json_string_value(json_object_get(x, "clusterQueue")),
-                           (long long)json_integer_value(json_object_get(x, "nominal")));
+                           (long long)(json_number_value(json_object_get(x, "nominal")) + 0.5));
         }
     if (per->n) gx_sbuf_puts(per, ")");
     return n;

@@ -83,9 +83,11 @@ r=$(page "$TMP/a.jar" "$href")
 s=$(grep -o 'id="f-start" name="start" value="[^"]*"' <<<"$r" | sed 's/.*value="//; s/"$//')
 e=$(grep -o 'id="f-end" name="end" value="[^"]*"' <<<"$r" | sed 's/.*value="//; s/"$//')
 expect_match "the link fills the form's start" "$s" '^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}$'
+tz=$(grep -o 'id="f-tz" name="tz" value="[^"]*"' <<<"$r" | sed 's/.*value="//; s/"$//')
+expect_eq "the refusal answers in the form's zone (not the remembered Paris)" "$tz" UTC
 has "and the class" "$r" '<option selected>h100</option>'
 out=$(post "$TMP/a.jar" /ui/reservations namespace=team-a name=overlap clusterQueue=team-a class=h100 gpus=1 \
-      "start=$s" "end=$e" tz=UTC)
+      "start=$s" "end=$e" "tz=$tz")
 expect_eq "the free window books (303)" "$(head -1 <<<"$out")" 303
 
 out=$(post "$TMP/a.jar" /ui/reservations namespace=team-a clusterQueue=team-a class=h100 gpus=0 \
