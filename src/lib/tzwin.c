@@ -119,3 +119,38 @@ long gx_tzwin_spec(const json_t *spec, int allow_offsets, int64_t from, int64_t 
     const char *tz = json_string_value(json_object_get(rec, "timeZone"));
     return gx_tzwin_weekly(tz ? tz : "UTC", st, en, mask, from, from + horizon, 10000, out, err);
 }
+
+/* The portal's week calendar draws days in the viewer's zone, and its booking form reads
+ * local wall-clock times: both need the zone's rules under the same lock as above. */
+int gx_tzwin_to_local(const char *tz, int64_t ms, struct tm *out)
+{
+    if (!gx_tzwin_zone_ok(tz)) return -1;
+    pthread_mutex_lock(&tz_lock);
+    char *old = getenv("TZ") ? gx_xstrdup(getenv("TZ")) : NULL;
+    setenv("TZ", tz, 1);
+    tzset();
+    time_t t = secs(ms);
+    localtime_r(&t, out);
+    if (old) setenv("TZ", old, 1); else unsetenv("TZ");
+    tzset();
+    pthread_mutex_unlock(&tz_lock);
+    free(old);
+    return 0;
+}
+
+int gx_tzwin_from_local(const char *tz, struct tm *local, int64_t *ms)
+{
+    if (!gx_tzwin_zone_ok(tz)) return -1;
+    pthread_mutex_lock(&tz_lock);
+    char *old = getenv("TZ") ? gx_xstrdup(getenv("TZ")) : NULL;
+    setenv("TZ", tz, 1);
+    tzset();
+    local->tm_isdst = -1;
+    time_t t = mktime(local);
+    if (old) setenv("TZ", old, 1); else unsetenv("TZ");
+    tzset();
+    pthread_mutex_unlock(&tz_lock);
+    free(old);
+    *ms = (int64_t)t * 1000;
+    return 0;
+}

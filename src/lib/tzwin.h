@@ -39,4 +39,12 @@ long gx_tzwin_weekly(const char *tz, int64_t first_start, int64_t first_end, uns
 #include <jansson.h>
 long gx_tzwin_spec(const json_t *spec, int allow_offsets, int64_t from, int64_t horizon, gx_tzwin_occ **out, gx_err *err);
 
+/* An instant as the local broken-down time in tz (tm_wday set): 0, or -1 for an unknown zone. */
+#include <time.h>
+int gx_tzwin_to_local(const char *tz, int64_t ms, struct tm *out);
+/* A local wall-clock time in tz (normalised in place, as mktime does: a day 32 is the next
+ * month's first; a time skipped by a spring-forward change moves forward) as ms UTC in *ms:
+ * 0, or -1 for an unknown zone. */
+int gx_tzwin_from_local(const char *tz, struct tm *local, int64_t *ms);
+
 #endif

@@ -11,6 +11,7 @@
 static const struct { const char *id, *href, *label; int admin; } NAV[] = {
     {"home", "/", "My work", 0},        {"new", "/ui/new", "New request", 0}, {"models", "/ui/models", "Models", 0},
     {"queues", "/ui/queues", "Queues", 0}, {"gpus", "/ui/gpus", "GPUs", 0},   {"reports", "/ui/reports", "Reports", 0},
+    {"reservations", "/ui/reservations", "Bookings", 0},
     {"admin", "/ui/admin", "Admin", 1},
     {NULL, NULL, NULL, 0},
 };

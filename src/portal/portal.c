@@ -151,6 +151,9 @@ static void route_ui(gx_portal_ctx *c)
     else if (!strcmp(a, "queues") && n == 4 && post && !strcmp(c->seg[3], "quota")) gx_portal_quota_post(c, c->seg[2]);
     else if (!strcmp(a, "gpus") && n == 2 && !post) gx_portal_gpus(c);
     else if (!strcmp(a, "reports") && n == 2 && !post) gx_portal_reports(c);
+    else if (!strcmp(a, "reservations") && n == 2) post ? gx_portal_reservations_post(c) : gx_portal_reservations(c);
+    else if (!strcmp(a, "reservations") && n == 5 && post && !strcmp(c->seg[4], "cancel"))
+        gx_portal_reservation_cancel(c, c->seg[2], c->seg[3]);
     else if (!strcmp(a, "account") && n == 2) post ? gx_portal_account_post(c) : gx_portal_account_page(c, NULL, NULL);
     else if (!strcmp(a, "admin")) {
         if (!c->user->admin) gx_portal_error_page(c, 403, "Not allowed", "Only admins may open the admin pages.");

@@ -139,6 +139,11 @@ void gx_portal_gpus(gx_portal_ctx *c);
 /* pages_reports.c: Reports (GPU-hours allocated and busy, a chart and the table) */
 void gx_portal_reports(gx_portal_ctx *c);
 
+/* pages_calendar.c: Bookings (a week of GPU bookings per class, the booking form, cancel) */
+void gx_portal_reservations(gx_portal_ctx *c);
+void gx_portal_reservations_post(gx_portal_ctx *c);
+void gx_portal_reservation_cancel(gx_portal_ctx *c, const char *ns, const char *name);
+
 /* pages_models.c: Models (the catalog of the user's tiers, keys, usage, playground) */
 void gx_portal_models(gx_portal_ctx *c);
 /* The models (views as GET /api/v1/models gives them) that one of tiers (names) opens,

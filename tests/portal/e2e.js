@@ -378,12 +378,52 @@ async function main() {
     await alice.getByRole('link', { name: 'Older' }).click();
     await waitText(alice, '#my-work', /train-/); // the oldest, never silently cut
   });
+  // Bookings (issue 19): book a window from the form, see its block, try an overlapping one,
+  // take a free window the refusal offers, book it. Three weeks ahead, in UTC, so every
+  // window is in the future; as many GPUs as team-a's ClusterQueue has, so the overlap
+  // cannot fit whatever the quota steps above left it at.
+  await step('Bookings: book GPUs from the week calendar, and a free window after a conflict', async () => {
+    const d = new Date(Date.now() + 21 * 86400000);
+    d.setUTCDate(d.getUTCDate() - ((d.getUTCDay() + 6) % 7));            // that week's Monday
+    const day = d.toISOString().slice(0, 10);
+    await alice.goto(BASE + '/ui/reservations?week=' + day + '&class=h100&tz=UTC');
+    expect(/Bookings/.test(await textOf(alice, 'h1')), 'no Bookings page');
+    const sub = await textOf(alice, 'p.sub');
+    const m = /team-a (\d+)/.exec(sub);
+    expect(m, 'team-a\'s capacity is not shown: ' + sub);
+    const book = async (name, start, end) => {
+      await alice.getByLabel('Namespace (the owner)').selectOption('team-a');
+      await alice.getByLabel('Name', { exact: true }).fill(name);
+      await alice.getByLabel('ClusterQueue (whose workloads use it)').selectOption('team-a');
+      await alice.getByLabel('GPU class').selectOption('h100');
+      await alice.getByLabel('GPUs', { exact: true }).fill(m[1]);
+      if (start) await alice.getByLabel('Start', { exact: true }).fill(start);
+      if (end) await alice.getByLabel('End', { exact: true }).fill(end);
+      await alice.getByLabel('Time zone').fill('UTC');
+      await alice.getByRole('button', { name: 'Book', exact: true }).click();
+      await alice.waitForLoadState();
+    };
+    await book('e2e-standup', day + 'T09:00', day + 'T12:00');
+    await waitText(alice, '#notice', /Booked team-a\/e2e-standup/);
+    expect(await alice.locator('g.blk[data-name="team-a/e2e-standup"]').count() === 1, 'no block for the booking');
+    await shot(alice, 'bookings');
+    await book('e2e-clash', day + 'T10:00', day + 'T11:00');
+    await waitText(alice, '#conflicts', /team-a\/e2e-standup/);
+    await shot(alice, 'bookings-conflict');
+    await alice.locator('#alternatives a.alt').first().click();
+    await alice.waitForLoadState();
+    const start = await alice.getByLabel('Start', { exact: true }).inputValue();
+    expect(/^\d{4}-\d\d-\d\dT\d\d:\d\d$/.test(start), 'the alternative did not fill the start: ' + start);
+    await book('e2e-later', null, null);
+    await waitText(alice, '#notice', /Booked team-a\/e2e-later/);
+    expect(await alice.locator('#cal-list li[data-name="team-a/e2e-later"]').count() === 1, 'the free window is not listed');
+  });
   await step('pages fit a phone (390x844): no sideways scrolling', async () => {
     const ctx = await browser.newContext({ viewport: { width: 390, height: 844 }, storageState: await alice.context().storageState() });
     const phone = await ctx.newPage();
     for (const [name, url] of [['home', '/'], ['catalog', '/ui/new'], ['form', '/ui/new/interactive-session'], ['queues', '/ui/queues'],
                                ['workload', session.slice(BASE.length)], ['models', '/ui/models'], ['gpus', '/ui/gpus'],
-                               ['reports', '/ui/reports']]) {
+                               ['reports', '/ui/reports'], ['reservations', '/ui/reservations']]) {
       await phone.goto(BASE + url);
       const [sw, iw] = await phone.evaluate(() => [document.documentElement.scrollWidth, window.innerWidth]);
       expect(sw <= iw, name + ' is ' + sw + ' px wide on a ' + iw + ' px phone');

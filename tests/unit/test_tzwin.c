@@ -133,3 +133,28 @@ Test(tzwin, reservation_spec_windows_offsets_and_errors)
     cr_assert_str_eq(err.field, "spec.end");
     json_decref(s);
 }
+
+/* The portal's calendar: an instant as Paris wall-clock time and back, on both sides of
+ * the autumn change; a day's midnight found by normalising "day 32"; unknown zones refused;
+ * TZ left as it was. */
+Test(tzwin, local_time_both_ways_across_the_autumn_change)
+{
+    setenv("TZ", "America/New_York", 1);
+    struct tm t;
+    cr_assert_eq(gx_tzwin_to_local("Europe/Paris", T("2026-10-24T07:00:00Z"), &t), 0);
+    cr_assert_eq(t.tm_hour, 9, "CEST: UTC+2");
+    cr_assert_eq(t.tm_wday, 6, "a Saturday");
+    cr_assert_eq(gx_tzwin_to_local("Europe/Paris", T("2026-10-26T07:00:00Z"), &t), 0);
+    cr_assert_eq(t.tm_hour, 8, "CET: UTC+1");
+    memset(&t, 0, sizeof t);
+    t.tm_year = 126; t.tm_mon = 9; t.tm_mday = 32; t.tm_hour = 0;   /* 32 October: 1 November */
+    int64_t ms;
+    cr_assert_eq(gx_tzwin_from_local("Europe/Paris", &t, &ms), 0);
+    cr_assert_eq(ms, T("2026-10-31T23:00:00Z"));
+    cr_assert_eq(t.tm_mon, 10, "normalised in place");
+    cr_assert_eq(t.tm_mday, 1);
+    cr_assert_eq(gx_tzwin_from_local("Mars/Olympus", &t, &ms), -1);
+    cr_assert_eq(gx_tzwin_to_local("../etc/passwd", 0, &t), -1);
+    cr_assert_str_eq(getenv("TZ"), "America/New_York", "TZ restored");
+    unsetenv("TZ");
+}
