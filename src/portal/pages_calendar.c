@@ -15,7 +15,6 @@
 #include "lib/gxtime.h"
 #include "lib/tzwin.h"
 #include "portal/portal_int.h"
-#include "portal/zz_stub_rsvportal.h"
 
 #define DAY_MS (24LL * 3600 * 1000)
 #define GUT 44      /* the hour labels' gutter */
