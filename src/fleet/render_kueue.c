@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "fleet/fleet.h"
+#include "lib/k8sobj.h"
 #include "lib/alloc.h"
 
 #define KUEUE_V1B2 "kueue.x-k8s.io/v1beta2"
@@ -31,25 +32,13 @@ static const json_t *obj_get(const json_t *objects, const char *kind, const char
     return json_object_get(objects, key);
 }
 
-/* What a server sets and a user never writes (ops/k8s.c's list, which fleet/ may not
- * include): status and metadata's creationTimestamp, resourceVersion, uid, generation,
- * managedFields, selfLink. */
-static void strip_server_fields(json_t *o)
-{
-    static const char *const md[] = {"creationTimestamp", "resourceVersion", "uid", "generation", "managedFields",
-                                     "selfLink"};
-    json_object_del(o, "status");
-    json_t *m = json_object_get(o, "metadata");
-    for (size_t i = 0; m && i < sizeof md / sizeof *md; i++) json_object_del(m, md[i]);
-}
-
 /* A copy as v1beta2: the renames Kueue's conversion makes (ClusterQueue spec.cohort ->
  * spec.cohortName; spec.admissionChecks [names] -> spec.admissionChecksStrategy;
  * flavorFungibility Borrow/Preempt -> MayStopSearch), server fields dropped. */
 static json_t *as_v1beta2(const json_t *m)
 {
     json_t *o = json_deep_copy(m);
-    strip_server_fields(o);
+    gx_k8s_strip_server_fields(o);
     int old = !strcmp(str_at(o, "apiVersion") ?: "", KUEUE_V1B1);
     json_object_set_new(o, "apiVersion", json_string(KUEUE_V1B2));
     json_t *spec = json_object_get(o, "spec");

@@ -2,19 +2,15 @@
  * status), so that `gpuaas get KIND -o yaml` prints what Kueue's CRDs describe and what
  * `gpuaas apply -f` takes back.
  * Owns: the shapes of the objects going out (the pure renderers below: JSON in, JSON
- * out, no daemon, testable alone) and the list of fields the server sets, which apply
- * drops before it compares.
+ * out, no daemon, testable alone); the fields the server sets are lib/k8sobj.h's.
  * Must not: change what was applied: spec and the user's metadata go out exactly as they
  * came in; status is made from the engine's views, never stored. */
 #ifndef GX_OPS_K8S_H
 #define GX_OPS_K8S_H
 #include <stdint.h>
 #include <jansson.h>
+#include "lib/k8sobj.h"   /* gx_k8s_strip_server_fields */
 
-/* Remove from doc what the server sets and a user never writes: status, and metadata's
- * creationTimestamp, resourceVersion, uid, generation, managedFields, selfLink.
- * Anything else is left as it is (and judged by the kind's owner). */
-void gx_k8s_strip_server_fields(json_t *doc);
 
 /* An applied manifest as an object: a copy, metadata.creationTimestamp set from
  * created_ms (0: left out), status (stolen; NULL: none) attached. */
