@@ -287,9 +287,15 @@ json_t *gx_fleet_render_kueue(const gx_fleet *f, const gx_fleet_cluster *c, cons
     json_object_foreach((json_t *)objects, key, m)
         if (!strncmp(key, "WorkloadPriorityClass/", 22)) json_array_append_new(out, as_v1beta2(m));
     add_local_queues(out, c, objects);
+    /* Tenants' Jobs reach the cluster through Argo CD, which may create anything: the
+     * namespace enforces Kubernetes' "baseline" Pod Security Standard, so the cluster's
+     * own API server refuses a tenant's pod that asks for a host path, the host's
+     * network, PID or IPC namespace, or privileged mode (docs/fleet.md) */
     for (size_t i = 0; i < c->nnamespaces; i++)
-        json_array_append_new(out, json_pack("{s:s, s:s, s:{s:s}}", "apiVersion", "v1", "kind", "Namespace", "metadata",
-                                             "name", c->namespaces[i]));
+        json_array_append_new(out, json_pack("{s:s, s:s, s:{s:s, s:{s:s, s:s}}}", "apiVersion", "v1", "kind",
+                                             "Namespace", "metadata", "name", c->namespaces[i], "labels",
+                                             "pod-security.kubernetes.io/enforce", "baseline",
+                                             "pod-security.kubernetes.io/enforce-version", "latest"));
     if (manager && add_multikueue(out, f, c, err)) goto fail;
     return sorted(out);
 fail:

@@ -288,6 +288,10 @@ Test(render, objects_and_order)
     cr_assert_null(json_object_get(json_object_get(cq, "metadata"), "creationTimestamp"));
     cr_assert_null(json_object_get(json_object_get(cq, "spec"), "admissionChecksStrategy"), "a worker has no MultiKueue check");
     cr_assert_str_eq(json_string_value(json_object_get(find(b, "Namespace", "team-a"), "apiVersion")), "v1");
+    /* tenants' pods on the cluster: Kubernetes' baseline Pod Security Standard, enforced */
+    cr_assert_str_eq(json_string_value(json_object_get(json_object_get(json_object_get(find(b, "Namespace", "team-a"), "metadata"),
+                                                                       "labels"), "pod-security.kubernetes.io/enforce")),
+                     "baseline");
     json_decref(b);
 
     json_t *hub = gx_fleet_render_kueue(&f, gx_fleet_find(&f, "hub"), objects, &e);
